@@ -1,0 +1,286 @@
+// Package ledger is the gateway's database: links, the atomic claim that
+// spends one allowance, grants (the audit trail), transfer sessions, their
+// byte budgets and concurrency slots. Implementations: ledger/mysql (MySQL
+// 8.4 and MariaDB 10.11) and ledger/sqlite (the embedded default), both on
+// the shared SQL core in ledger/sqlcore.
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Delivery modes of a link (SPEC §1).
+const (
+	DeliveryStream  = "stream"
+	DeliverySession = "session"
+)
+
+// Grant kinds and statuses.
+const (
+	KindStream  = "stream"
+	KindSession = "session"
+
+	StatusGranted  = "granted"
+	StatusRefunded = "refunded"
+)
+
+// Reason says why a claim or lookup was refused. It goes to logs, metrics
+// and the admin API, never to the public caller (who sees a generic 404).
+type Reason string
+
+const (
+	ReasonUnknown      Reason = "unknown"
+	ReasonExpired      Reason = "expired"
+	ReasonRevoked      Reason = "revoked"
+	ReasonExhausted    Reason = "exhausted"
+	ReasonWrongAccount Reason = "wrong_account"
+	ReasonNoBudget     Reason = "no_budget"
+)
+
+// Errors returned by every Ledger. Callers use errors.Is.
+var (
+	// ErrNotFound: no row with that id or token hash.
+	ErrNotFound = errors.New("ledger: not found")
+	// ErrRefused: the claim (or a session operation) was refused; errors.As
+	// a *RefusedError for the reason.
+	ErrRefused = errors.New("ledger: refused")
+	// ErrNoSlot: every concurrency slot of the session is leased.
+	ErrNoSlot = errors.New("ledger: no free slot")
+	// ErrBudgetExhausted: the session's byte budget is spent.
+	ErrBudgetExhausted = errors.New("ledger: byte budget exhausted")
+	// ErrConflict: an idempotency key was reused with a different request.
+	ErrConflict = errors.New("ledger: conflict")
+	// ErrAmbiguous: the database failed during COMMIT, so whether the
+	// transaction took effect is unknown. Never retried blindly.
+	ErrAmbiguous = errors.New("ledger: commit outcome unknown")
+	// ErrUnavailable: the database could not be reached or kept failing
+	// after bounded retries.
+	ErrUnavailable = errors.New("ledger: database unavailable")
+	// ErrInvalid: the request breaks a rule of the ledger (for example a
+	// non-positive allowance).
+	ErrInvalid = errors.New("ledger: invalid request")
+)
+
+// RefusedError carries the precise reason of a refusal.
+type RefusedError struct {
+	Reason Reason
+}
+
+func (e *RefusedError) Error() string { return "ledger: refused: " + string(e.Reason) }
+
+// Is makes errors.Is(err, ErrRefused) true for every RefusedError.
+func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
+
+// Refused returns a *RefusedError for r.
+func Refused(r Reason) error { return &RefusedError{Reason: r} }
+
+// ReasonOf returns the reason of a refusal, or "" when err is not one.
+func ReasonOf(err error) Reason {
+	var re *RefusedError
+	if errors.As(err, &re) {
+		return re.Reason
+	}
+	return ""
+}
+
+// Object is the immutable object version a link pins.
+type Object struct {
+	Bucket       string
+	Key          string
+	VersionID    string
+	Size         int64
+	ETag         string
+	ContentType  string
+	LastModified time.Time // zero when unknown
+}
+
+// SessionSettings are the per-link session parameters (SPEC §4). Zero
+// fields mean "use the gateway's defaults at mint time".
+type SessionSettings struct {
+	TTL            time.Duration
+	ByteBudget     int64
+	MaxConcurrency int
+}
+
+// Link is one limited-use download link.
+type Link struct {
+	ID             string
+	TokenHash      []byte
+	Object         Object
+	Filename       string
+	AccountID      string // "" when the link is not bound to an account
+	Allowance      int    // downloads granted at creation plus top-ups
+	Remaining      int
+	ExpiresAt      time.Time
+	RevokedAt      *time.Time
+	CreatedAt      time.Time
+	Delivery       string
+	Confirm        bool
+	Session        SessionSettings
+	IdempotencyKey string // admin create; "" when none
+}
+
+// LinkStatus is a link with its counts, for the admin API.
+type LinkStatus struct {
+	Link
+	Grants         map[string]int // count by status
+	ActiveSessions int
+}
+
+// Grant is the audit record of one accepted claim.
+type Grant struct {
+	ID         string
+	LinkID     string
+	Kind       string
+	AccountID  string
+	Status     string
+	CreatedAt  time.Time
+	RefundedAt *time.Time
+	Client     string
+	SessionID  string
+}
+
+// ClaimRequest asks to spend one allowance of a link.
+type ClaimRequest struct {
+	LinkID    string
+	AccountID string // the verified caller, "" when anonymous
+	Kind      string // KindStream or KindSession
+	Client    string // short client descriptor without secrets
+}
+
+// Session is an expiring transfer session minted by a claim.
+type Session struct {
+	ID             string
+	TokenHash      []byte
+	LinkID         string
+	GrantID        string
+	AccountID      string
+	Object         Object
+	Filename       string
+	ByteBudget     int64
+	BytesDrawn     int64
+	MaxConcurrency int
+	ExpiresAt      time.Time
+	RevokedAt      *time.Time
+	EndedAt        *time.Time
+	CreatedAt      time.Time
+	LinkRevokedAt  *time.Time
+}
+
+// MintRequest asks to claim one allowance and mint a session in the same
+// transaction. ID and TokenHash are chosen by the caller (the token is
+// derived from the id); IdempotencyKey is scoped to (link, account).
+type MintRequest struct {
+	Claim          ClaimRequest
+	SessionID      string
+	TokenHash      []byte
+	ByteBudget     int64
+	MaxConcurrency int
+	// ExpiresAt is computed by the caller from the link's expiry and the
+	// session ttl (sessions.SessionExpiry).
+	ExpiresAt      time.Time
+	IdempotencyKey string
+}
+
+// SweepResult counts what one Sweep call did.
+type SweepResult struct {
+	SessionsEnded int
+	LeasesCleared int
+}
+
+// Page is a cursor page of grants.
+type Page struct {
+	Grants []Grant
+	Next   string // cursor for the next page, "" at the end
+}
+
+// Ledger is what the gateway needs from its database.
+type Ledger interface {
+	// CreateLink inserts l (ID and TokenHash set by the caller). When
+	// l.IdempotencyKey names an existing link, that link is returned with
+	// created=false. Errors: ErrInvalid, ErrUnavailable.
+	CreateLink(ctx context.Context, l *Link) (out *Link, created bool, err error)
+	// LinkByTokenHash returns the link, whatever its state. Errors:
+	// ErrNotFound, ErrUnavailable.
+	LinkByTokenHash(ctx context.Context, hash []byte) (*Link, error)
+	// Link returns the link with its counts. Errors: ErrNotFound.
+	Link(ctx context.Context, id string) (*LinkStatus, error)
+	// Claim spends one allowance with a single conditional decrement and
+	// inserts the grant in the same transaction. Errors: ErrRefused (with
+	// the reason), ErrAmbiguous, ErrUnavailable.
+	Claim(ctx context.Context, req ClaimRequest) (*Grant, error)
+	// Refund gives back the allowance of a granted claim and marks the
+	// grant refunded; refunding twice is a no-op. Errors: ErrNotFound.
+	Refund(ctx context.Context, grantID string) error
+	// RevokeLink revokes the link and ends its sessions; idempotent.
+	// Errors: ErrNotFound.
+	RevokeLink(ctx context.Context, id string) error
+	// AddAllowance adds n ≥ 1 to the link's allowance and remaining,
+	// recording the reason. Errors: ErrNotFound, ErrInvalid.
+	AddAllowance(ctx context.Context, id string, n int, reason string) error
+	// Grants lists the link's grants newest first. Errors: ErrNotFound.
+	Grants(ctx context.Context, linkID, cursor string, limit int) (Page, error)
+
+	// MintSession claims and creates a session atomically. With an
+	// idempotency key already used for (link, account) it returns the
+	// existing session and created=false, claiming nothing. Errors as Claim.
+	MintSession(ctx context.Context, req MintRequest) (s *Session, created bool, err error)
+	// SessionByTokenHash returns the session with its link's revocation.
+	// Errors: ErrNotFound.
+	SessionByTokenHash(ctx context.Context, hash []byte) (*Session, error)
+	// Session returns a session by id. Errors: ErrNotFound.
+	Session(ctx context.Context, id string) (*Session, error)
+	// RevokeSession revokes one session; idempotent. Errors: ErrNotFound.
+	RevokeSession(ctx context.Context, id string) error
+	// DrawBytes reserves up to want bytes of the session's budget and
+	// returns how many were granted (≥ 1). Errors: ErrBudgetExhausted,
+	// ErrRefused (session dead).
+	DrawBytes(ctx context.Context, sessionID string, want int64) (int64, error)
+	// ReturnBytes gives back n reserved but unsent bytes.
+	ReturnBytes(ctx context.Context, sessionID string, n int64) error
+	// AcquireSlot leases one of the session's concurrency slots to holder
+	// until now+lease. Errors: ErrNoSlot.
+	AcquireSlot(ctx context.Context, sessionID, holder string, lease time.Duration) error
+	// RenewSlot extends holder's lease. Errors: ErrNotFound when the lease
+	// was lost.
+	RenewSlot(ctx context.Context, sessionID, holder string, lease time.Duration) error
+	// ReleaseSlot frees holder's slot; releasing a lost lease is a no-op.
+	ReleaseSlot(ctx context.Context, sessionID, holder string) error
+	// Sweep ends expired sessions and clears lapsed leases, at most limit
+	// of each. Safe to run in many processes at once.
+	Sweep(ctx context.Context, limit int) (SweepResult, error)
+
+	// Ping checks the database is reachable.
+	Ping(ctx context.Context) error
+	// Close releases the connection pool.
+	Close() error
+}
+
+// Clock returns the current time; ledgers take one so tests can move time.
+type Clock func() time.Time
+
+// Micro truncates t to the microsecond precision every backend stores, in
+// UTC, so that what goes in compares equal to what comes out.
+func Micro(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// Validate checks the rules every backend enforces on a new link.
+func (l *Link) Validate() error {
+	switch {
+	case l.ID == "" || len(l.TokenHash) != 32:
+		return fmt.Errorf("%w: id and token hash are required", ErrInvalid)
+	case l.Allowance < 1:
+		return fmt.Errorf("%w: downloads must be at least 1", ErrInvalid)
+	case l.Remaining < 0 || l.Remaining > l.Allowance:
+		return fmt.Errorf("%w: remaining out of range", ErrInvalid)
+	case l.Delivery != DeliveryStream && l.Delivery != DeliverySession:
+		return fmt.Errorf("%w: delivery must be stream or session", ErrInvalid)
+	case l.Object.Key == "" || l.Object.VersionID == "" || l.Object.Size < 0:
+		return fmt.Errorf("%w: a pinned object version is required", ErrInvalid)
+	case l.ExpiresAt.IsZero():
+		return fmt.Errorf("%w: expiry is required", ErrInvalid)
+	}
+	return nil
+}

@@ -1,0 +1,212 @@
+package ledgertest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dlgate/dlgate/ledger"
+)
+
+func exerciseCaps(t *testing.T, newLedger NewLedger) {
+	t.Run("FiftyConcurrentDrawersNeverOversellTheBudget", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		l := e.MustLink(t, 1)
+		const budget = 10_000
+		s := e.MustSession(t, l, budget, 4)
+		var (
+			total     atomic.Int64
+			exhausted atomic.Int64
+			wg        sync.WaitGroup
+			failures  = make(chan error, 50)
+		)
+		start := make(chan struct{})
+		for i := 0; i < 50; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				<-start
+				for { // keep drawing until the budget says no
+					got, err := e.l.DrawBytes(e.ctx, s.ID, int64(97+i*13))
+					if errors.Is(err, ledger.ErrBudgetExhausted) {
+						exhausted.Add(1)
+						return
+					}
+					if err != nil {
+						failures <- err
+						return
+					}
+					if got < 1 || got > int64(97+i*13) {
+						failures <- fmt.Errorf("granted %d for a draw of %d", got, 97+i*13)
+						return
+					}
+					total.Add(got)
+				}
+			}(i)
+		}
+		close(start)
+		wg.Wait()
+		close(failures)
+		for err := range failures {
+			t.Fatal(err)
+		}
+		if total.Load() != budget || exhausted.Load() != 50 {
+			t.Fatalf("granted %d bytes in all (want exactly %d), %d drawers saw exhaustion (want 50)", total.Load(), budget, exhausted.Load())
+		}
+		got, _ := e.l.Session(e.ctx, s.ID)
+		if got.BytesDrawn != budget {
+			t.Fatalf("bytes_drawn = %d, want %d", got.BytesDrawn, budget)
+		}
+	})
+	t.Run("ReturnedBytesCanBeDrawnAgain", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		l := e.MustLink(t, 1)
+		s := e.MustSession(t, l, 100, 1)
+		if got, err := e.l.DrawBytes(e.ctx, s.ID, 80); err != nil || got != 80 {
+			t.Fatalf("draw 80 = %d, %v", got, err)
+		}
+		if got, err := e.l.DrawBytes(e.ctx, s.ID, 80); err != nil || got != 20 {
+			t.Fatalf("draw 80 of 20 left = %d, %v; want the rest, 20", got, err)
+		}
+		if _, err := e.l.DrawBytes(e.ctx, s.ID, 1); !errors.Is(err, ledger.ErrBudgetExhausted) {
+			t.Fatalf("draw from empty budget = %v, want ErrBudgetExhausted", err)
+		}
+		if err := e.l.ReturnBytes(e.ctx, s.ID, 30); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.l.DrawBytes(e.ctx, s.ID, 100); err != nil || got != 30 {
+			t.Fatalf("draw after return = %d, %v; want 30", got, err)
+		}
+	})
+	t.Run("FiftyConcurrentAcquirersNeverExceedTheSlotCap", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		l := e.MustLink(t, 1)
+		const slots = 4
+		s := e.MustSession(t, l, 1000, slots)
+		var (
+			held     atomic.Int64
+			refused  atomic.Int64
+			wg       sync.WaitGroup
+			failures = make(chan error, 50)
+		)
+		start := make(chan struct{})
+		for i := 0; i < 50; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				<-start
+				err := e.l.AcquireSlot(e.ctx, s.ID, fmt.Sprintf("holder-%02d", i), 30*time.Second)
+				switch {
+				case err == nil:
+					held.Add(1)
+				case errors.Is(err, ledger.ErrNoSlot):
+					refused.Add(1)
+				default:
+					failures <- err
+				}
+			}(i)
+		}
+		close(start)
+		wg.Wait()
+		close(failures)
+		for err := range failures {
+			t.Fatal(err)
+		}
+		if held.Load() != slots || refused.Load() != 50-slots {
+			t.Fatalf("%d acquired, %d refused; want %d and %d", held.Load(), refused.Load(), slots, 50-slots)
+		}
+	})
+	t.Run("ReleasedSlotIsFreeAtOnce", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		l := e.MustLink(t, 1)
+		s := e.MustSession(t, l, 1000, 1)
+		if err := e.l.AcquireSlot(e.ctx, s.ID, "a", 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.l.AcquireSlot(e.ctx, s.ID, "b", 30*time.Second); !errors.Is(err, ledger.ErrNoSlot) {
+			t.Fatalf("second acquire = %v, want ErrNoSlot", err)
+		}
+		if err := e.l.RenewSlot(e.ctx, s.ID, "a", 30*time.Second); err != nil {
+			t.Fatalf("renew own lease: %v", err)
+		}
+		if err := e.l.ReleaseSlot(e.ctx, s.ID, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.l.AcquireSlot(e.ctx, s.ID, "b", 30*time.Second); err != nil {
+			t.Fatalf("acquire after release: %v", err)
+		}
+		if err := e.l.RenewSlot(e.ctx, s.ID, "a", 30*time.Second); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("renew of a released lease = %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("LapsedLeaseIsReclaimableAndSwept", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		l := e.MustLink(t, 1)
+		s := e.MustSession(t, l, 1000, 1)
+		if err := e.l.AcquireSlot(e.ctx, s.ID, "crashed", 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Add(30*time.Second - time.Microsecond)
+		if err := e.l.AcquireSlot(e.ctx, s.ID, "new", 30*time.Second); !errors.Is(err, ledger.ErrNoSlot) {
+			t.Fatalf("acquire before the lease lapsed = %v, want ErrNoSlot", err)
+		}
+		e.clock.Add(time.Microsecond)
+		res, err := e.l.Sweep(e.ctx, 10)
+		if err != nil || res.LeasesCleared != 1 {
+			t.Fatalf("Sweep = %+v, %v; want one lease cleared", res, err)
+		}
+		if err := e.l.AcquireSlot(e.ctx, s.ID, "new", 30*time.Second); err != nil {
+			t.Fatalf("acquire after the lease lapsed: %v", err)
+		}
+		if err := e.l.RenewSlot(e.ctx, s.ID, "crashed", 30*time.Second); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("the crashed holder renewed a slot it lost: %v", err)
+		}
+	})
+	t.Run("ConcurrentSweepersEndEachSessionOnce", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		l := e.MustLink(t, 30)
+		for i := 0; i < 25; i++ {
+			e.MustSession(t, l, 1000, 1)
+		}
+		e.clock.Add(2 * time.Hour)
+		var (
+			ended atomic.Int64
+			wg    sync.WaitGroup
+		)
+		errs := make(chan error, 4)
+		for i := 0; i < 4; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					res, err := e.l.Sweep(e.ctx, 3)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if res.SessionsEnded == 0 {
+						return
+					}
+					ended.Add(int64(res.SessionsEnded))
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if ended.Load() != 25 {
+			t.Fatalf("sweepers ended %d sessions, want each of 25 once", ended.Load())
+		}
+	})
+}

@@ -1,0 +1,176 @@
+package ledgertest
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dlgate/dlgate/ledger"
+)
+
+// MustSession mints a session on l for account with the given key.
+func (e *env) mint(l *ledger.Link, account, key string, budget int64, slots int) (*ledger.Session, bool, error) {
+	return e.l.MintSession(e.ctx, ledger.MintRequest{
+		Claim:          ledger.ClaimRequest{LinkID: l.ID, AccountID: account, Client: "test"},
+		SessionID:      uuid.Must(uuid.NewV7()).String(),
+		TokenHash:      randomHash(nil),
+		ByteBudget:     budget,
+		MaxConcurrency: slots,
+		ExpiresAt:      e.clock.Now().Add(time.Hour),
+		IdempotencyKey: key,
+	})
+}
+
+func (e *env) MustSession(tb testing.TB, l *ledger.Link, budget int64, slots int) *ledger.Session {
+	tb.Helper()
+	s, created, err := e.mint(l, "", "", budget, slots)
+	if err != nil || !created {
+		tb.Fatalf("MintSession = %v, %v", created, err)
+	}
+	return s
+}
+
+func exerciseSessions(t *testing.T, newLedger NewLedger) {
+	t.Run("MintClaimsOneAllowanceAndPinsTheObject", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		l := e.MustLink(t, 2, func(l *ledger.Link) { l.Delivery = ledger.DeliverySession })
+		s := e.MustSession(t, l, 4000, 3)
+		if s.LinkID != l.ID || s.Object != l.Object || s.Filename != l.Filename || s.ByteBudget != 4000 ||
+			s.MaxConcurrency != 3 || s.BytesDrawn != 0 || s.GrantID == "" {
+			t.Fatalf("session %+v does not pin link %+v", s, l)
+		}
+		byHash, err := e.l.SessionByTokenHash(e.ctx, s.TokenHash)
+		if err != nil || byHash.ID != s.ID {
+			t.Fatalf("SessionByTokenHash = %+v, %v", byHash, err)
+		}
+		st := e.mustStatus(t, l.ID)
+		if st.Remaining != 1 || st.ActiveSessions != 1 || st.Grants[ledger.StatusGranted] != 1 {
+			t.Fatalf("after mint: %+v", st)
+		}
+		p, _ := e.l.Grants(e.ctx, l.ID, "", 10)
+		if len(p.Grants) != 1 || p.Grants[0].Kind != ledger.KindSession || p.Grants[0].SessionID != s.ID {
+			t.Fatalf("grants %+v", p.Grants)
+		}
+	})
+	t.Run("MintOnExhaustedLinkIsRefusedAndCreatesNothing", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		l := e.MustLink(t, 1)
+		e.MustSession(t, l, 100, 1)
+		_, _, err := e.mint(l, "", "key", 100, 1)
+		wantReason(t, err, ledger.ReasonExhausted)
+		if st := e.mustStatus(t, l.ID); st.ActiveSessions != 1 || st.Grants[ledger.StatusGranted] != 1 {
+			t.Fatalf("after refused mint: %+v", st)
+		}
+	})
+	t.Run("TwentyConcurrentMintsWithOneKeyClaimOnce", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		l := e.MustLink(t, 5)
+		var (
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			created int
+			ids     = map[string]int{}
+			errs    []error
+		)
+		start := make(chan struct{})
+		for i := 0; i < 20; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				s, c, err := e.mint(l, "alice", "same-key", 1000, 2)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+					return
+				}
+				if c {
+					created++
+				}
+				ids[s.ID]++
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if len(errs) > 0 {
+			t.Fatalf("%d mints failed, first: %v", len(errs), errs[0])
+		}
+		if created != 1 || len(ids) != 1 {
+			t.Fatalf("created=%d distinct sessions=%d, want 1 and 1", created, len(ids))
+		}
+		if st := e.mustStatus(t, l.ID); st.Remaining != 4 || st.Grants[ledger.StatusGranted] != 1 {
+			t.Fatalf("remaining=%d grants=%v, want 4 and one grant", st.Remaining, st.Grants)
+		}
+		// The key is scoped to (link, account): another account's key of
+		// the same text is a different mint.
+		_, c, err := e.mint(l, "bob", "same-key", 1000, 2)
+		if err != nil || !c {
+			t.Fatalf("same key, other account = %v, %v; want a new session", c, err)
+		}
+	})
+	t.Run("RevokingTheLinkEndsItsSessions", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		l := e.MustLink(t, 2)
+		s := e.MustSession(t, l, 1000, 1)
+		if err := e.l.RevokeLink(e.ctx, l.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err := e.l.DrawBytes(e.ctx, s.ID, 10)
+		wantReason(t, err, ledger.ReasonRevoked)
+		got, err := e.l.Session(e.ctx, s.ID)
+		if err != nil || got.RevokedAt == nil || got.LinkRevokedAt == nil {
+			t.Fatalf("session after link revoke: %+v, %v", got, err)
+		}
+		if st := e.mustStatus(t, l.ID); st.ActiveSessions != 0 {
+			t.Fatalf("active sessions = %d after revoke", st.ActiveSessions)
+		}
+	})
+	t.Run("RevokedSessionDrawsNothing", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		l := e.MustLink(t, 2)
+		s := e.MustSession(t, l, 1000, 1)
+		for i := 0; i < 2; i++ {
+			if err := e.l.RevokeSession(e.ctx, s.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := e.l.DrawBytes(e.ctx, s.ID, 10)
+		wantReason(t, err, ledger.ReasonRevoked)
+		if err := e.l.RevokeSession(e.ctx, "00000000-0000-0000-0000-000000000000"); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("revoke unknown session = %v", err)
+		}
+	})
+	t.Run("ExpiredSessionDrawsNothingAndIsSwept", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		l := e.MustLink(t, 2)
+		s := e.MustSession(t, l, 1000, 2)
+		if err := e.l.AcquireSlot(e.ctx, s.ID, "h1", 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Set(s.ExpiresAt)
+		_, err := e.l.DrawBytes(e.ctx, s.ID, 10)
+		wantReason(t, err, ledger.ReasonExpired)
+		res, err := e.l.Sweep(e.ctx, 10)
+		if err != nil || res.SessionsEnded != 1 {
+			t.Fatalf("Sweep = %+v, %v; want one session ended", res, err)
+		}
+		res, err = e.l.Sweep(e.ctx, 10)
+		if err != nil || res.SessionsEnded != 0 {
+			t.Fatalf("second Sweep = %+v, %v; want nothing left", res, err)
+		}
+		got, _ := e.l.Session(e.ctx, s.ID)
+		if got.EndedAt == nil {
+			t.Fatalf("swept session not ended: %+v", got)
+		}
+	})
+}

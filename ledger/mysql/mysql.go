@@ -1,0 +1,162 @@
+// Package mysql is the ledger on MySQL 8.4 or MariaDB 10.11 (InnoDB).
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/dlgate/dlgate/ledger/sqlcore"
+	"github.com/dlgate/dlgate/migrations"
+)
+
+// MySQL and MariaDB error numbers the ledger reacts to.
+const (
+	erDupEntry        = 1062
+	erLockWaitTimeout = 1205
+	erLockDeadlock    = 1213
+	erConCount        = 1040
+	erServerShutdown  = 1053
+)
+
+// Dialect returns the MySQL dialect of the shared SQL core.
+func Dialect() sqlcore.Dialect {
+	return sqlcore.Dialect{
+		Name:          "mysql",
+		Time:          func(t time.Time) any { return t },
+		IsDuplicate:   func(err error) bool { return errNumber(err) == erDupEntry },
+		IsRetryable:   func(err error) bool { n := errNumber(err); return n == erLockDeadlock || n == erLockWaitTimeout },
+		IsUnavailable: isUnavailable,
+		// LAST_INSERT_ID(expr) hands the granted amount back in the OK
+		// packet of the same UPDATE: one round trip, no SELECT … FOR
+		// UPDATE. Portable to MySQL 8.4 and MariaDB 10.11.
+		DrawBytes: func(ctx context.Context, db *sql.DB, want int64, sessionID string, now any) (int64, error) {
+			res, err := db.ExecContext(ctx, `UPDATE sessions
+SET bytes_drawn = bytes_drawn + LAST_INSERT_ID(LEAST(?, byte_budget - bytes_drawn))
+WHERE id = ? AND bytes_drawn < byte_budget AND revoked_at IS NULL AND ended_at IS NULL AND expires_at > ?`,
+				want, sessionID, now)
+			if err != nil {
+				return 0, err
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				return 0, err
+			}
+			return res.LastInsertId()
+		},
+		// UPDATE … ORDER BY … LIMIT 1 locks rows as it scans them; a
+		// concurrent acquirer blocked on a row re-reads it after the lock
+		// is released and moves on when it is no longer free.
+		AcquireSQL: `UPDATE session_slots SET holder = ?, lease_until = ?
+WHERE session_id = ? AND lease_until <= ? ORDER BY slot LIMIT 1`,
+		ExpiredSessionsSQL: `SELECT id FROM sessions
+WHERE ended_at IS NULL AND (expires_at <= ? OR revoked_at IS NOT NULL)
+ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED`,
+		ClearLapsedSQL: `UPDATE session_slots SET holder = NULL
+WHERE holder IS NOT NULL AND lease_until <= ? LIMIT ?`,
+	}
+}
+
+func errNumber(err error) uint16 {
+	var me *gomysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+func isUnavailable(err error) bool {
+	var ne net.Error
+	switch n := errNumber(err); {
+	case n == erConCount, n == erServerShutdown:
+		return true
+	case errors.Is(err, driver.ErrBadConn), errors.Is(err, gomysql.ErrInvalidConn), errors.As(err, &ne):
+		return true
+	}
+	return false
+}
+
+// Config turns an operator's go-sql-driver DSN into the one the ledger
+// needs, keeping every parameter the operator set (SPEC §7).
+func Config(dsn string) (*gomysql.Config, error) {
+	c, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("mysql: GATEWAY_DB_DSN: %w", err)
+	}
+	// Timestamps are DATETIME(6) in UTC on both sides of the wire.
+	c.ParseTime = true
+	c.Loc = time.UTC
+	if c.Params == nil {
+		c.Params = map[string]string{}
+	}
+	if _, ok := c.Params["time_zone"]; !ok {
+		c.Params["time_zone"] = "'+00:00'"
+	}
+	// One round trip per statement instead of prepare/execute/close.
+	c.InterpolateParams = true
+	// RowsAffected counts matched rows: a renewal that lands in the same
+	// microsecond still reports its row.
+	c.ClientFoundRows = true
+	if c.Timeout == 0 {
+		c.Timeout = 5 * time.Second
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = 30 * time.Second
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 30 * time.Second
+	}
+	if _, ok := c.Params["sql_mode"]; !ok {
+		c.Params["sql_mode"] = "'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'"
+	}
+	return c, nil
+}
+
+// Open connects to the database named by dsn. Errors: a bad DSN, or an
+// unreachable server (after the pool's first ping).
+func Open(ctx context.Context, dsn string) (*sqlcore.DB, error) {
+	c, err := Config(dsn)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := gomysql.NewConnector(c)
+	if err != nil {
+		return nil, fmt.Errorf("mysql: %w", err)
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(64)
+	db.SetMaxIdleConns(64)
+	db.SetConnMaxLifetime(5 * time.Minute)
+	db.SetConnMaxIdleTime(time.Minute)
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("mysql: cannot reach %s: %w", c.Addr, err)
+	}
+	return sqlcore.New(db, Dialect()), nil
+}
+
+// Migrate applies pending migrations while holding a named server lock, so
+// several gateways starting at once migrate one after another.
+func Migrate(ctx context.Context, db *sql.DB) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("mysql: migrate: %w", err)
+	}
+	defer conn.Close()
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, `SELECT GET_LOCK('dlgate.migrate', 120)`).Scan(&got); err != nil {
+		return fmt.Errorf("mysql: migrate lock: %w", err)
+	}
+	if !got.Valid || got.Int64 != 1 {
+		return errors.New("mysql: migrate: timed out waiting for another process's migration lock")
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT RELEASE_LOCK('dlgate.migrate')`) //nolint:errcheck // the lock also dies with the connection
+	return migrations.Up(ctx, db, migrations.MySQL)
+}

@@ -1,0 +1,73 @@
+package mysql_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/dlgate/dlgate/internal/testenv"
+	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/ledgertest"
+	"github.com/dlgate/dlgate/ledger/mysql"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+func TestConformance(t *testing.T) {
+	server := testenv.SharedMariaDB(t)
+	ledgertest.Exercise(t, func(t *testing.T, clock ledger.Clock) ledger.Ledger {
+		return MustOpen(t, server.NewDatabase(t), clock)
+	})
+}
+
+// MustOpen opens a migrated ledger on dsn.
+func MustOpen(tb testing.TB, dsn string, clock ledger.Clock) ledger.Ledger {
+	tb.Helper()
+	db, err := mysql.Open(context.Background(), dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	if err := mysql.Migrate(context.Background(), db.SQL()); err != nil {
+		tb.Fatal(err)
+	}
+	db.Now = clock
+	return db
+}
+
+func TestConcurrentMigrationsApplyOnce(t *testing.T) {
+	server := testenv.SharedMariaDB(t)
+	dsn := server.NewDatabase(t)
+	errs := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		go func() {
+			db, err := mysql.Open(context.Background(), dsn)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer db.Close()
+			errs <- mysql.Migrate(context.Background(), db.SQL())
+		}()
+	}
+	for i := 0; i < 4; i++ {
+		if err := <-errs; err != nil {
+			t.Fatalf("concurrent migrate: %v", err)
+		}
+	}
+}
+
+func TestConfigKeepsOperatorParameters(t *testing.T) {
+	c, err := mysql.Config("u:p@tcp(db:3306)/gw?readTimeout=7s&sql_mode=%27ANSI%27")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.ParseTime || c.Loc.String() != "UTC" || !c.InterpolateParams || !c.ClientFoundRows {
+		t.Fatalf("required parameters missing: %+v", c)
+	}
+	if c.ReadTimeout.String() != "7s" || c.Params["sql_mode"] != "'ANSI'" {
+		t.Fatalf("operator parameters lost: readTimeout=%v sql_mode=%q", c.ReadTimeout, c.Params["sql_mode"])
+	}
+	if _, err := mysql.Config("not a dsn"); err == nil {
+		t.Fatal("bad DSN accepted")
+	}
+}

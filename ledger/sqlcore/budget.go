@@ -1,0 +1,68 @@
+package sqlcore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dlgate/dlgate/ledger"
+)
+
+// DrawBytes reserves up to want bytes of the session's byte budget with
+// one conditional UPDATE (one round trip) and returns what it granted.
+// The budget can never be oversold: the row's CHECK and the WHERE clause
+// keep bytes_drawn ≤ byte_budget whatever the number of drawers.
+// Errors: ErrBudgetExhausted, ErrRefused (revoked, expired or ended).
+func (s *DB) DrawBytes(ctx context.Context, sessionID string, want int64) (int64, error) {
+	if want < 1 {
+		return 0, fmt.Errorf("%w: draw at least one byte", ledger.ErrInvalid)
+	}
+	now := s.now()
+	var (
+		got int64
+		err error
+	)
+	for attempt := 1; ; attempt++ {
+		got, err = s.d.DrawBytes(ctx, s.db, want, sessionID, s.t(now))
+		if err == nil || !s.d.IsRetryable(err) || attempt == maxAttempts {
+			break
+		}
+		time.Sleep(time.Duration(attempt) * time.Millisecond)
+	}
+	if err != nil {
+		return 0, s.classify(err)
+	}
+	if got > 0 {
+		return got, nil
+	}
+	x, err := s.Session(ctx, sessionID)
+	if err != nil {
+		return 0, err
+	}
+	if r := SessionReason(x, now); r != "" {
+		return 0, ledger.Refused(r)
+	}
+	return 0, ledger.ErrBudgetExhausted
+}
+
+// ReturnBytes gives back n reserved bytes that were not sent.
+func (s *DB) ReturnBytes(ctx context.Context, sessionID string, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	// GREATEST/MAX guard: a return can never push the counter below zero
+	// even if a caller returned more than it drew.
+	_, err := s.exec(ctx, `UPDATE sessions SET bytes_drawn = CASE WHEN bytes_drawn > ? THEN bytes_drawn - ? ELSE 0 END WHERE id = ?`, n, n, sessionID)
+	return err
+}
+
+// SessionReason says why x cannot serve bytes at now, or "" when it can.
+func SessionReason(x *ledger.Session, now time.Time) ledger.Reason {
+	switch {
+	case x.RevokedAt != nil || x.LinkRevokedAt != nil:
+		return ledger.ReasonRevoked
+	case !x.ExpiresAt.After(now), x.EndedAt != nil:
+		return ledger.ReasonExpired
+	}
+	return ""
+}

@@ -1,0 +1,130 @@
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/dlgate/dlgate/ledger"
+)
+
+// claimSQL is the one decision that spends an allowance (SPEC §1): a single
+// conditional decrement. Exactly one affected row means granted. The link
+// is addressed by id, which the caller resolved from the token hash; the
+// row is the same and the condition is evaluated under InnoDB's row lock
+// (or SQLite's write lock), never from a value read earlier.
+const claimSQL = `UPDATE links SET remaining = remaining - 1
+WHERE id = ? AND remaining > 0 AND revoked_at IS NULL AND expires_at > ?
+  AND (account_id IS NULL OR account_id = ?)`
+
+const insertGrantSQL = `INSERT INTO grants (id, link_id, kind, account_id, status, created_at, client, session_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+
+// Claim spends one allowance and records the grant in one short
+// transaction. Errors: ErrRefused (errors.As *ledger.RefusedError for the
+// reason), ErrAmbiguous, ErrUnavailable.
+func (s *DB) Claim(ctx context.Context, req ledger.ClaimRequest) (*ledger.Grant, error) {
+	now := s.now()
+	g := newGrant(req, now, "")
+	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return s.claim(ctx, tx, g, now)
+	})
+	if errors.Is(err, errNoRow) {
+		return nil, s.refusal(ctx, req, now)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// errNoRow leaves a transaction whose conditional update matched nothing.
+var errNoRow = errors.New("sqlcore: condition not met")
+
+func newGrant(req ledger.ClaimRequest, now time.Time, sessionID string) *ledger.Grant {
+	client := req.Client
+	if len(client) > 255 {
+		client = client[:255]
+	}
+	return &ledger.Grant{
+		ID: newID(), LinkID: req.LinkID, Kind: req.Kind, AccountID: req.AccountID,
+		Status: ledger.StatusGranted, CreatedAt: now, Client: client, SessionID: sessionID,
+	}
+}
+
+func (s *DB) claim(ctx context.Context, tx *sql.Tx, g *ledger.Grant, now time.Time) error {
+	res, err := tx.ExecContext(ctx, claimSQL, g.LinkID, s.t(now), g.AccountID)
+	if err != nil {
+		return err
+	}
+	n, err := affected(res)
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return errNoRow
+	}
+	_, err = tx.ExecContext(ctx, insertGrantSQL, g.ID, g.LinkID, g.Kind, orNull(g.AccountID),
+		g.Status, s.t(g.CreatedAt), g.Client, orNull(g.SessionID))
+	return err
+}
+
+// refusal explains a refused claim for logs and the admin API. It reads
+// after the decision was made; it never changes the decision.
+func (s *DB) refusal(ctx context.Context, req ledger.ClaimRequest, now time.Time) error {
+	l, err := s.linkByID(ctx, s.db, req.LinkID)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return ledger.Refused(ledger.ReasonUnknown)
+	case err != nil:
+		// The refusal stands; only its explanation is missing.
+		return ledger.Refused(ledger.ReasonUnknown)
+	}
+	return ledger.Refused(Explain(l, req.AccountID, now))
+}
+
+// Explain says why l cannot be claimed by account at now, in the order the
+// claim's condition checks it. It returns "" when the link is claimable.
+func Explain(l *ledger.Link, account string, now time.Time) ledger.Reason {
+	switch {
+	case l.RevokedAt != nil:
+		return ledger.ReasonRevoked
+	case !l.ExpiresAt.After(now):
+		return ledger.ReasonExpired
+	case l.AccountID != "" && l.AccountID != account:
+		return ledger.ReasonWrongAccount
+	case l.Remaining <= 0:
+		return ledger.ReasonExhausted
+	}
+	return ""
+}
+
+// Refund restores the allowance of a granted claim and marks its grant
+// refunded, in one transaction; a second refund changes nothing.
+// Errors: ErrNotFound.
+func (s *DB) Refund(ctx context.Context, grantID string) error {
+	now := s.t(s.now())
+	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE grants SET status = 'refunded', refunded_at = ?
+WHERE id = ? AND status = 'granted'`, now, grantID)
+		if err != nil {
+			return err
+		}
+		n, err := affected(res)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			var status string
+			err := tx.QueryRowContext(ctx, `SELECT status FROM grants WHERE id = ?`, grantID).Scan(&status)
+			if errors.Is(err, sql.ErrNoRows) {
+				return ledger.ErrNotFound
+			}
+			return err // already refunded: nothing to do
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE links SET remaining = remaining + 1
+WHERE id = (SELECT link_id FROM grants WHERE id = ?)`, grantID)
+		return err
+	})
+}

@@ -1,0 +1,41 @@
+// Package sqlcore is the SQL implementation of ledger.Ledger shared by
+// ledger/mysql and ledger/sqlite. The statements are portable; the few that
+// are not (returning a value from an UPDATE, UPDATE … LIMIT, SKIP LOCKED)
+// and the error classification come from a Dialect.
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"time"
+)
+
+// Dialect is what differs between the backends.
+type Dialect struct {
+	// Name is "mysql" or "sqlite", for logs and metrics.
+	Name string
+	// Time converts a UTC, microsecond-truncated time into the value bound
+	// to a timestamp column.
+	Time func(time.Time) any
+	// IsDuplicate reports a unique or primary key violation.
+	IsDuplicate func(error) bool
+	// IsRetryable reports a deadlock, lock-wait timeout or busy database:
+	// the transaction was rolled back and may be run again.
+	IsRetryable func(error) bool
+	// IsUnavailable reports a connection-level failure.
+	IsUnavailable func(error) bool
+
+	// DrawBytes runs the conditional budget draw and returns how many bytes
+	// it granted, or 0 when no row matched. Arguments: want, session id, now.
+	DrawBytes func(ctx context.Context, db *sql.DB, want int64, sessionID string, now any) (int64, error)
+	// AcquireSQL leases one free or lapsed slot row. Arguments: holder,
+	// lease_until, session id, now.
+	AcquireSQL string
+	// ExpiredSessionsSQL selects a batch of ids of sessions to end,
+	// locking them without waiting on rows another sweeper holds.
+	// Arguments: now, limit.
+	ExpiredSessionsSQL string
+	// ClearLapsedSQL clears holders of lapsed leases, at most limit rows.
+	// Arguments: now, limit.
+	ClearLapsedSQL string
+}

@@ -1,0 +1,84 @@
+package sqlcore
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dlgate/dlgate/ledger"
+)
+
+// Grants lists the link's grants newest first. The cursor is opaque to
+// callers: the (created_at, id) of the last grant of the previous page.
+// Errors: ErrNotFound (unknown link), ErrInvalid (bad cursor).
+func (s *DB) Grants(ctx context.Context, linkID, cursor string, limit int) (ledger.Page, error) {
+	if limit < 1 || limit > 500 {
+		limit = 100
+	}
+	var one int
+	if err := s.db.QueryRowContext(ctx, `SELECT 1 FROM links WHERE id = ?`, linkID).Scan(&one); err != nil {
+		if isNoRows(err) {
+			return ledger.Page{}, ledger.ErrNotFound
+		}
+		return ledger.Page{}, s.classify(err)
+	}
+	q := `SELECT id, link_id, kind, account_id, status, created_at, refunded_at, client, session_id
+FROM grants WHERE link_id = ?`
+	args := []any{linkID}
+	if cursor != "" {
+		at, id, err := decodeCursor(cursor)
+		if err != nil {
+			return ledger.Page{}, err
+		}
+		q += ` AND (created_at < ? OR (created_at = ? AND id < ?))`
+		args = append(args, s.t(at), s.t(at), id)
+	}
+	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
+	args = append(args, limit+1)
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return ledger.Page{}, s.classify(err)
+	}
+	defer rows.Close()
+	var page ledger.Page
+	for rows.Next() {
+		var (
+			g                 ledger.Grant
+			account, session  nullStr
+			created, refunded timeCol
+		)
+		if err := rows.Scan(&g.ID, &g.LinkID, &g.Kind, &account, &g.Status, &created, &refunded, &g.Client, &session); err != nil {
+			return ledger.Page{}, s.classify(err)
+		}
+		g.AccountID, g.SessionID = string(account), string(session)
+		g.CreatedAt, g.RefundedAt = created.T, refunded.ptr()
+		page.Grants = append(page.Grants, g)
+	}
+	if err := rows.Err(); err != nil {
+		return ledger.Page{}, s.classify(err)
+	}
+	if len(page.Grants) > limit {
+		page.Grants = page.Grants[:limit]
+		last := page.Grants[limit-1]
+		page.Next = encodeCursor(last.CreatedAt, last.ID)
+	}
+	return page, nil
+}
+
+func encodeCursor(at time.Time, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(at.UnixMicro(), 10) + "/" + id))
+}
+
+func decodeCursor(c string) (time.Time, string, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err == nil {
+		micros, id, ok := strings.Cut(string(raw), "/")
+		if n, perr := strconv.ParseInt(micros, 10, 64); ok && perr == nil && id != "" {
+			return time.UnixMicro(n).UTC(), id, nil
+		}
+	}
+	return time.Time{}, "", fmt.Errorf("%w: bad cursor", ledger.ErrInvalid)
+}

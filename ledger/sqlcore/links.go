@@ -1,0 +1,181 @@
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dlgate/dlgate/ledger"
+)
+
+const linkColumns = `id, token_hash, bucket, object_key, version_id, size, etag, content_type,
+  last_modified, filename, account_id, allowance, remaining, expires_at, revoked_at,
+  created_at, delivery, confirm, session_ttl_ms, session_byte_budget,
+  session_max_concurrency, idempotency_key`
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanLink(r rowScanner) (*ledger.Link, error) {
+	var (
+		l                             ledger.Link
+		lastMod, expires, revoked, at timeCol
+		account, idem                 nullStr
+		confirm                       bool
+		ttlMS                         int64
+	)
+	err := r.Scan(&l.ID, &l.TokenHash, &l.Object.Bucket, &l.Object.Key, &l.Object.VersionID,
+		&l.Object.Size, &l.Object.ETag, &l.Object.ContentType, &lastMod, &l.Filename, &account,
+		&l.Allowance, &l.Remaining, &expires, &revoked, &at, &l.Delivery, &confirm, &ttlMS,
+		&l.Session.ByteBudget, &l.Session.MaxConcurrency, &idem)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ledger.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	l.Object.LastModified = lastMod.T
+	l.AccountID, l.IdempotencyKey = string(account), string(idem)
+	l.ExpiresAt, l.RevokedAt, l.CreatedAt = expires.T, revoked.ptr(), at.T
+	l.Confirm = confirm
+	l.Session.TTL = time.Duration(ttlMS) * time.Millisecond
+	return &l, nil
+}
+
+// CreateLink inserts l. A link with the same idempotency key is returned
+// instead (created=false) when it names the same object, allowance,
+// delivery and account; otherwise ErrConflict.
+func (s *DB) CreateLink(ctx context.Context, l *ledger.Link) (*ledger.Link, bool, error) {
+	if err := l.Validate(); err != nil {
+		return nil, false, err
+	}
+	in := *l
+	in.ExpiresAt = ledger.Micro(in.ExpiresAt)
+	in.CreatedAt = s.now()
+	if !in.Object.LastModified.IsZero() {
+		in.Object.LastModified = ledger.Micro(in.Object.LastModified)
+	}
+	var lastMod any
+	if !in.Object.LastModified.IsZero() {
+		lastMod = s.t(in.Object.LastModified)
+	}
+	_, err := s.exec(ctx, `INSERT INTO links (`+linkColumns+`)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?)`,
+		in.ID, in.TokenHash, in.Object.Bucket, in.Object.Key, in.Object.VersionID, in.Object.Size,
+		in.Object.ETag, in.Object.ContentType, lastMod, in.Filename, orNull(in.AccountID),
+		in.Allowance, in.Remaining, s.t(in.ExpiresAt), s.t(in.CreatedAt), in.Delivery, in.Confirm,
+		in.Session.TTL.Milliseconds(), in.Session.ByteBudget, in.Session.MaxConcurrency,
+		orNull(in.IdempotencyKey))
+	if err == nil {
+		return &in, true, nil
+	}
+	if in.IdempotencyKey == "" || !s.d.IsDuplicate(err) {
+		return nil, false, err
+	}
+	prev, err := scanLink(s.db.QueryRowContext(ctx,
+		`SELECT `+linkColumns+` FROM links WHERE idempotency_key = ?`, in.IdempotencyKey))
+	if err != nil {
+		return nil, false, s.classify(err)
+	}
+	if prev.Object.Bucket != in.Object.Bucket || prev.Object.Key != in.Object.Key ||
+		prev.Allowance != in.Allowance || prev.Delivery != in.Delivery || prev.AccountID != in.AccountID {
+		return nil, false, fmt.Errorf("%w: idempotency key already used for another link", ledger.ErrConflict)
+	}
+	return prev, false, nil
+}
+
+// LinkByTokenHash returns the link whatever its state. Errors: ErrNotFound.
+func (s *DB) LinkByTokenHash(ctx context.Context, hash []byte) (*ledger.Link, error) {
+	l, err := scanLink(s.db.QueryRowContext(ctx,
+		`SELECT `+linkColumns+` FROM links WHERE token_hash = ?`, hash))
+	return l, s.classify(err)
+}
+
+func (s *DB) linkByID(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, id string) (*ledger.Link, error) {
+	return scanLink(q.QueryRowContext(ctx, `SELECT `+linkColumns+` FROM links WHERE id = ?`, id))
+}
+
+// Link returns the link with its grant counts and live sessions.
+// Errors: ErrNotFound.
+func (s *DB) Link(ctx context.Context, id string) (*ledger.LinkStatus, error) {
+	l, err := s.linkByID(ctx, s.db, id)
+	if err != nil {
+		return nil, s.classify(err)
+	}
+	st := &ledger.LinkStatus{Link: *l, Grants: map[string]int{ledger.StatusGranted: 0, ledger.StatusRefunded: 0}}
+	rows, err := s.db.QueryContext(ctx, `SELECT status, COUNT(*) FROM grants WHERE link_id = ? GROUP BY status`, id)
+	if err != nil {
+		return nil, s.classify(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			status string
+			n      int
+		)
+		if err := rows.Scan(&status, &n); err != nil {
+			return nil, s.classify(err)
+		}
+		st.Grants[status] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.classify(err)
+	}
+	err = s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions
+WHERE link_id = ? AND revoked_at IS NULL AND ended_at IS NULL AND expires_at > ?`,
+		id, s.t(s.now())).Scan(&st.ActiveSessions)
+	if err != nil {
+		return nil, s.classify(err)
+	}
+	return st, nil
+}
+
+// RevokeLink revokes the link and, in the same transaction, its sessions.
+// Revoking twice keeps the first time. Errors: ErrNotFound.
+func (s *DB) RevokeLink(ctx context.Context, id string) error {
+	now := s.t(s.now())
+	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE links SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, now, id)
+		if err != nil {
+			return err
+		}
+		if n, err := affected(res); err != nil {
+			return err
+		} else if n == 0 {
+			var one int
+			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM links WHERE id = ?`, id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+				return ledger.ErrNotFound
+			} else if err != nil {
+				return err
+			}
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = ? WHERE link_id = ? AND revoked_at IS NULL`, now, id)
+		return err
+	})
+}
+
+// AddAllowance raises allowance and remaining by n and records why.
+// Errors: ErrNotFound, ErrInvalid.
+func (s *DB) AddAllowance(ctx context.Context, id string, n int, reason string) error {
+	if n < 1 || n > 1_000_000 {
+		return fmt.Errorf("%w: add must be between 1 and 1000000", ledger.ErrInvalid)
+	}
+	now := s.t(s.now())
+	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE links SET allowance = allowance + ?, remaining = remaining + ? WHERE id = ?`, n, n, id)
+		if err != nil {
+			return err
+		}
+		if k, err := affected(res); err != nil {
+			return err
+		} else if k == 0 {
+			return ledger.ErrNotFound
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO allowance_changes (id, link_id, added, reason, created_at) VALUES (?, ?, ?, ?, ?)`,
+			newID(), id, n, reason, now)
+		return err
+	})
+}

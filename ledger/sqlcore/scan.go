@@ -1,0 +1,60 @@
+package sqlcore
+
+import (
+	"fmt"
+	"time"
+)
+
+// timeCol scans a timestamp column of either backend: time.Time from MySQL
+// (parseTime=true, loc=UTC) or INTEGER microseconds from SQLite.
+type timeCol struct {
+	T     time.Time
+	Valid bool
+}
+
+func (c *timeCol) Scan(v any) error {
+	switch x := v.(type) {
+	case nil:
+		c.T, c.Valid = time.Time{}, false
+	case time.Time:
+		c.T, c.Valid = x.UTC(), true
+	case int64:
+		c.T, c.Valid = time.UnixMicro(x).UTC(), true
+	default:
+		return fmt.Errorf("sqlcore: cannot scan %T into a time", v)
+	}
+	return nil
+}
+
+func (c timeCol) ptr() *time.Time {
+	if !c.Valid {
+		return nil
+	}
+	t := c.T
+	return &t
+}
+
+// nullStr maps SQL NULL to "".
+type nullStr string
+
+func (s *nullStr) Scan(v any) error {
+	switch x := v.(type) {
+	case nil:
+		*s = ""
+	case string:
+		*s = nullStr(x)
+	case []byte:
+		*s = nullStr(x)
+	default:
+		return fmt.Errorf("sqlcore: cannot scan %T into a string", v)
+	}
+	return nil
+}
+
+// orNull binds "" as NULL, so optional columns stay NULL rather than empty.
+func orNull(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

@@ -1,0 +1,123 @@
+package sessions
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func TestNextChunk(t *testing.T) {
+	tests := []struct {
+		remaining, chunk, want int64
+	}{
+		{100, 10, 10},
+		{10, 100, 10},
+		{10, 10, 10},
+		{0, 10, 0},
+		{-5, 10, 0},
+		{math.MaxInt64, DefaultChunk, DefaultChunk},
+		{100, 0, 100},
+		{1 << 30, 0, DefaultChunk},
+		{1 << 30, -1, DefaultChunk},
+		{-1, -1, 0},
+	}
+	for _, test := range tests {
+		if got := NextChunk(test.remaining, test.chunk); got != test.want {
+			t.Errorf("NextChunk(%d, %d) = %d, want %d", test.remaining, test.chunk, got, test.want)
+		}
+	}
+}
+
+func TestDefaultByteBudget(t *testing.T) {
+	tests := []struct {
+		size, want int64
+	}{
+		{0, 1 << 20},
+		{-1, 1 << 20},
+		{math.MinInt64, 1 << 20},
+		{1, 1 << 20},
+		{1 << 19, 1 << 20},
+		{1<<19 + 1, 1<<20 + 2},
+		{1 << 30, 1 << 31},
+		{math.MaxInt64 / 2, math.MaxInt64 - 1},
+		{math.MaxInt64/2 + 1, math.MaxInt64},
+		{math.MaxInt64, math.MaxInt64},
+	}
+	for _, test := range tests {
+		if got := DefaultByteBudget(test.size); got != test.want {
+			t.Errorf("DefaultByteBudget(%d) = %d, want %d", test.size, got, test.want)
+		}
+	}
+}
+
+func TestDefaultsResolve(t *testing.T) {
+	tests := []struct {
+		d       Defaults
+		size    int64
+		ttl     time.Duration
+		budget  int64
+		maxConc int
+	}{
+		{Defaults{}, 10 << 20, time.Hour, 20 << 20, 4},
+		{Defaults{}, 0, time.Hour, 1 << 20, 4},
+		{Defaults{TTL: time.Minute}, 10 << 20, time.Minute, 20 << 20, 4},
+		{Defaults{ByteBudget: 5}, 10 << 20, time.Hour, 5, 4},
+		{Defaults{MaxConcurrency: 1}, 10 << 20, time.Hour, 20 << 20, 1},
+		{Defaults{TTL: 2 * time.Hour, ByteBudget: 1 << 40, MaxConcurrency: 16}, 1, 2 * time.Hour, 1 << 40, 16},
+		{Defaults{TTL: -time.Second, ByteBudget: -1, MaxConcurrency: -1}, 10 << 20, time.Hour, 20 << 20, 4},
+	}
+	for _, test := range tests {
+		ttl, budget, maxConc := test.d.Resolve(test.size)
+		if ttl != test.ttl || budget != test.budget || maxConc != test.maxConc {
+			t.Errorf("%+v.Resolve(%d) = %v, %d, %d; want %v, %d, %d",
+				test.d, test.size, ttl, budget, maxConc, test.ttl, test.budget, test.maxConc)
+		}
+	}
+}
+
+func TestDefaultsOr(t *testing.T) {
+	gateway := Defaults{TTL: 30 * time.Minute, ByteBudget: 1 << 30, MaxConcurrency: 8}
+	tests := []struct {
+		link, want Defaults
+	}{
+		{Defaults{}, gateway},
+		{Defaults{TTL: time.Minute}, Defaults{TTL: time.Minute, ByteBudget: 1 << 30, MaxConcurrency: 8}},
+		{Defaults{ByteBudget: 7, MaxConcurrency: 2}, Defaults{TTL: 30 * time.Minute, ByteBudget: 7, MaxConcurrency: 2}},
+	}
+	for _, test := range tests {
+		if got := test.link.Or(gateway); got != test.want {
+			t.Errorf("%+v.Or(%+v) = %+v, want %+v", test.link, gateway, got, test.want)
+		}
+	}
+	// Unset in both: Resolve still supplies SPEC §4's defaults.
+	ttl, budget, maxConc := Defaults{}.Or(Defaults{}).Resolve(3 << 20)
+	if ttl != DefaultTTL || budget != 6<<20 || maxConc != DefaultMaxConcurrency {
+		t.Errorf("Defaults{}.Or(Defaults{}).Resolve(3 MiB) = %v, %d, %d", ttl, budget, maxConc)
+	}
+}
+
+func TestSessionExpiry(t *testing.T) {
+	now := time.Date(2024, 5, 6, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		linkExpiresAt time.Time
+		ttl           time.Duration
+		want          time.Time
+	}{
+		// The link outlives the session: now+ttl.
+		{now.Add(24 * time.Hour), time.Hour, now.Add(time.Hour)},
+		// The link expires in 10 minutes: the session still gets its ttl
+		// past the link's expiry, but no more.
+		{now.Add(10 * time.Minute), time.Hour, now.Add(time.Hour)},
+		{now.Add(-10 * time.Minute), time.Hour, now.Add(50 * time.Minute)},
+		{now, time.Hour, now.Add(time.Hour)},
+		// A link that expired long ago gives a session that is born dead.
+		{now.Add(-2 * time.Hour), time.Hour, now.Add(-time.Hour)},
+		// Fail closed without a link expiry.
+		{time.Time{}, time.Hour, time.Time{}.Add(time.Hour)},
+	}
+	for _, test := range tests {
+		if got := SessionExpiry(now, test.linkExpiresAt, test.ttl); !got.Equal(test.want) {
+			t.Errorf("SessionExpiry(%v, %v, %v) = %v, want %v", now, test.linkExpiresAt, test.ttl, got, test.want)
+		}
+	}
+}

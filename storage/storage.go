@@ -1,0 +1,82 @@
+// Package storage defines how the gateway reads and writes immutable object
+// versions. Implementations live in storage/fs (local write-once files) and
+// storage/s3 (any S3-compatible server with versioning).
+package storage
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"time"
+)
+
+// Errors returned by every Store. Implementations translate their own errors
+// (SDK error codes, syscall errors) into these at the boundary, so callers
+// can use errors.Is.
+var (
+	// ErrNotFound: the key, or the named version of it, does not exist.
+	ErrNotFound = errors.New("storage: object not found")
+	// ErrChanged: the stored object no longer matches the pinned version
+	// (ETag mismatch on a bucket without versioning).
+	ErrChanged = errors.New("storage: object changed since it was pinned")
+	// ErrInvalidKey: the key is empty, absolute, contains "..", NUL, or
+	// would otherwise escape the store.
+	ErrInvalidKey = errors.New("storage: invalid key")
+	// ErrTimeout: the store did not answer in time.
+	ErrTimeout = errors.New("storage: timeout")
+	// ErrUnavailable: the store failed (5xx, connection refused, I/O error).
+	ErrUnavailable = errors.New("storage: unavailable")
+)
+
+// Ref names an object. An empty VersionID means "the current version"
+// (Stat resolves it); Open always needs a pinned Version.
+type Ref struct {
+	Bucket    string
+	Key       string
+	VersionID string
+}
+
+// Version is one immutable, pinned object version with the metadata the
+// gateway records on a link so that downloads need no metadata request.
+type Version struct {
+	Bucket       string
+	Key          string
+	VersionID    string // "null" for an S3 bucket without versioning
+	Size         int64
+	ETag         string // strong ETag, with its quotes: "\"abc\""
+	ContentType  string
+	LastModified time.Time // zero when unknown
+}
+
+// Store is what the gateway needs from object storage.
+type Store interface {
+	// Stat returns the metadata of ref's version (the current one when
+	// ref.VersionID is empty). Errors: ErrNotFound, ErrInvalidKey,
+	// ErrTimeout, ErrUnavailable.
+	Stat(ctx context.Context, ref Ref) (Version, error)
+
+	// Open reads length bytes of the pinned version v starting at offset
+	// (0 <= offset, offset+length <= v.Size). The reader never reads and
+	// discards a prefix: it starts at offset in storage. Errors as Stat,
+	// plus ErrChanged when the object no longer matches v.ETag.
+	Open(ctx context.Context, v Version, offset, length int64) (io.ReadCloser, error)
+
+	// Put streams body into a new version of key (bucket "" means the
+	// store's default) and returns it. size is -1 when unknown. The body
+	// is never buffered whole in memory.
+	Put(ctx context.Context, bucket, key string, body io.Reader, size int64, contentType string) (Version, error)
+}
+
+// Filer is an optional ability of a reader returned by Open: the reader is
+// an *os.File positioned at the requested offset. Callers copy from it with
+// an io.LimitedReader so the kernel can sendfile.
+type Filer interface {
+	File() *os.File
+}
+
+// Pinger is an optional ability of a Store: a cheap reachability check for
+// readiness probes.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
