@@ -1,0 +1,453 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dlgate/dlgate/client"
+	"github.com/dlgate/dlgate/config"
+)
+
+// linksCommand administers links through the admin API.
+type linksCommand struct{ main *Main }
+
+// Run dispatches to create, show, revoke or top-up.
+func (c *linksCommand) Run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return usagef("links: missing subcommand (create, show, revoke, top-up); run 'gateway help links'")
+	}
+	name, args := args[0], args[1:]
+	switch name {
+	case "create":
+		return c.create(ctx, args)
+	case "show":
+		return c.show(ctx, args)
+	case "revoke":
+		return c.revoke(ctx, args)
+	case "top-up":
+		return c.topUp(ctx, args)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(c.main.Stdout, linksUsage)
+		return nil
+	default:
+		return usagef("links: unknown subcommand %q; run 'gateway help links'", name)
+	}
+}
+
+const linksUsage = `Usage:
+  gateway links create FILE_OR_KEY --downloads N --expires-in DURATION [flags]
+  gateway links show ID
+  gateway links revoke ID [--json]
+  gateway links top-up ID N [--reason R] [--json]
+
+Every links command is a client of the admin API. It finds it with --admin-url,
+else GATEWAY_ADMIN_URL, else http:// + GATEWAY_ADMIN_LISTEN (127.0.0.1:8081),
+and authenticates with --admin-token, else GATEWAY_ADMIN_TOKEN, else the token
+the embedded default saved in $GATEWAY_DATA_DIR/admin-token (./gateway-data).
+
+Run 'gateway help links SUBCOMMAND' for its flags.
+`
+
+// adminFlags are the flags every links subcommand takes.
+type adminFlags struct {
+	url, token string
+}
+
+func (a *adminFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&a.url, "admin-url", "", "admin API base `URL` (env GATEWAY_ADMIN_URL)")
+	fs.StringVar(&a.token, "admin-token", "", "admin bearer `token` (env GATEWAY_ADMIN_TOKEN)")
+}
+
+// client returns an admin API client, resolving the URL and token from the
+// flags, then the environment, then the embedded default's values.
+func (a *adminFlags) client(env func(string) string) (*client.Client, error) {
+	base := a.url
+	if base == "" {
+		base = env("GATEWAY_ADMIN_URL")
+	}
+	if base == "" {
+		listen := env("GATEWAY_ADMIN_LISTEN")
+		if listen == "" {
+			listen = config.DefaultAdminListen
+		}
+		base = "http://" + config.DialableAddr(listen)
+	}
+	token := a.token
+	if token == "" {
+		token = env("GATEWAY_ADMIN_TOKEN")
+	}
+	if token == "" {
+		dir := env("GATEWAY_DATA_DIR")
+		if dir == "" {
+			dir = config.DefaultDataDir
+		}
+		path := filepath.Join(dir, config.AdminTokenFile)
+		t, err := config.ReadSecretFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no admin token: pass --admin-token, set GATEWAY_ADMIN_TOKEN, or run where %s exists", path)
+		}
+		if err != nil {
+			return nil, err
+		}
+		token = t
+	}
+	// No overall timeout: an upload may rightly take hours. The context,
+	// canceled on SIGINT/SIGTERM, bounds every call.
+	return client.New(base, token, nil), nil
+}
+
+func (c *linksCommand) create(ctx context.Context, args []string) error {
+	fs := newFlagSet("links create")
+	var admin adminFlags
+	admin.register(fs)
+	downloads := fs.Int("downloads", 0, "allow `N` downloads, at least 1 (required)")
+	expiresIn := fs.String("expires-in", "", "lifetime, a Go `duration` (90m, 36h) or days (7d) (required)")
+	account := fs.String("account", "", "bind the link to this verified `account`")
+	delivery := fs.String("delivery", "stream", "`mode`: stream (the whole file per download) or session (resumable, Range-capable)")
+	filename := fs.String("filename", "", "download file `name` (default: a local file's base name)")
+	bucket := fs.String("bucket", "", "`bucket` of an existing object key (default: the gateway's)")
+	idemKey := fs.String("idempotency-key", "", "retrying with the same `key` returns the same link")
+	confirm := fs.Bool("confirm", false, "claim only when a person presses the landing page's button")
+	asJSON := fs.Bool("json", false, "print the whole link as JSON instead of its URL")
+	pos, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(c.main.Stdout, "Usage: gateway links create FILE_OR_KEY --downloads N --expires-in DURATION [flags]\n\n"+
+			"FILE_OR_KEY naming a local regular file uploads it first (key: its base name) and pins\n"+
+			"the link to the uploaded version; anything else is the key of an existing object.\n"+
+			"Prints the link URL.\n\nFlags:\n")
+		printFlags(c.main.Stdout, fs)
+		return nil
+	}
+	if err != nil {
+		return usagef("links create: %v", err)
+	}
+	if len(pos) != 1 {
+		return usagef("links create: want one FILE_OR_KEY argument, got %d", len(pos))
+	}
+	if !isSet(fs, "downloads") {
+		return usagef("links create: --downloads is required")
+	}
+	if *downloads < 1 {
+		return usagef("links create: --downloads must be at least 1, got %d", *downloads)
+	}
+	if *expiresIn == "" {
+		return usagef("links create: --expires-in is required")
+	}
+	lifetime, err := parseLifetime(*expiresIn)
+	if err != nil {
+		return usagef("links create: --expires-in: %v", err)
+	}
+	if *delivery != "stream" && *delivery != "session" {
+		return usagef(`links create: --delivery must be "stream" or "session", got %q`, *delivery)
+	}
+
+	arg := pos[0]
+	local, err := localFile(arg)
+	if err != nil {
+		return err
+	}
+	if local && *bucket != "" {
+		return usagef("links create: --bucket applies to existing object keys; uploads go to the gateway's default bucket")
+	}
+	cl, err := admin.client(c.main.Env)
+	if err != nil {
+		return err
+	}
+
+	req := client.CreateLinkRequest{
+		Object:         client.ObjectRef{Key: arg, Bucket: *bucket},
+		Downloads:      *downloads,
+		ExpiresIn:      int64((lifetime + time.Second - 1) / time.Second),
+		AccountID:      *account,
+		Filename:       *filename,
+		Delivery:       *delivery,
+		Confirm:        *confirm,
+		IdempotencyKey: *idemKey,
+	}
+	if local {
+		obj, err := c.upload(ctx, cl, arg)
+		if err != nil {
+			return err
+		}
+		// Pin the version just uploaded, not whatever is current when the
+		// link is created.
+		req.Object = client.ObjectRef{Key: obj.Key, Bucket: obj.Bucket, VersionID: obj.VersionID}
+		if req.Filename == "" {
+			req.Filename = filepath.Base(arg)
+		}
+	}
+	l, err := cl.CreateLink(ctx, req)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(c.main.Stdout, l)
+	}
+	fmt.Fprintln(c.main.Stdout, l.URL)
+	return nil
+}
+
+// localFile reports whether arg names an existing local regular file. A
+// name that does not exist is an object key; one that exists but cannot be
+// inspected is an error, not silently a key.
+func localFile(arg string) (bool, error) {
+	fi, err := os.Stat(arg)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return fi.Mode().IsRegular(), nil
+}
+
+// upload streams the local file at path to the store under its base name.
+func (c *linksCommand) upload(ctx context.Context, cl *client.Client, path string) (client.Object, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return client.Object{}, err
+	}
+	defer f.Close()
+	// Size from the open file, which is what will be sent.
+	fi, err := f.Stat()
+	if err != nil {
+		return client.Object{}, err
+	}
+	key := filepath.Base(path)
+	ctype := mime.TypeByExtension(filepath.Ext(key))
+	if ctype == "" {
+		ctype = "application/octet-stream"
+	}
+	obj, err := cl.PutObject(ctx, key, f, fi.Size(), ctype)
+	if err != nil {
+		return client.Object{}, fmt.Errorf("uploading %s: %w", path, err)
+	}
+	fmt.Fprintf(c.main.Stderr, "uploaded %s as %q (%d bytes, version %s)\n", path, obj.Key, obj.Size, obj.VersionID)
+	return obj, nil
+}
+
+func (c *linksCommand) show(ctx context.Context, args []string) error {
+	fs := newFlagSet("links show")
+	var admin adminFlags
+	admin.register(fs)
+	pos, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(c.main.Stdout, "Usage: gateway links show ID\n\nPrints the link as JSON: remaining downloads, revocation, grants by status,\nactive sessions.\n\nFlags:\n")
+		printFlags(c.main.Stdout, fs)
+		return nil
+	}
+	id, err := linkID("links show", pos, err, 1)
+	if err != nil {
+		return err
+	}
+	cl, err := admin.client(c.main.Env)
+	if err != nil {
+		return err
+	}
+	l, err := cl.GetLink(ctx, id)
+	if err != nil {
+		return err
+	}
+	return printJSON(c.main.Stdout, l)
+}
+
+func (c *linksCommand) revoke(ctx context.Context, args []string) error {
+	fs := newFlagSet("links revoke")
+	var admin adminFlags
+	admin.register(fs)
+	asJSON := fs.Bool("json", false, "print the revoked link as JSON")
+	pos, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(c.main.Stdout, "Usage: gateway links revoke ID\n\nRevokes the link and ends its transfer sessions. Revoking twice is harmless.\n\nFlags:\n")
+		printFlags(c.main.Stdout, fs)
+		return nil
+	}
+	id, err := linkID("links revoke", pos, err, 1)
+	if err != nil {
+		return err
+	}
+	cl, err := admin.client(c.main.Env)
+	if err != nil {
+		return err
+	}
+	l, err := cl.RevokeLink(ctx, id)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(c.main.Stdout, l)
+	}
+	fmt.Fprintf(c.main.Stdout, "link %s revoked\n", id)
+	return nil
+}
+
+func (c *linksCommand) topUp(ctx context.Context, args []string) error {
+	fs := newFlagSet("links top-up")
+	var admin adminFlags
+	admin.register(fs)
+	reason := fs.String("reason", "", "why, for the audit trail")
+	asJSON := fs.Bool("json", false, "print the updated link as JSON")
+	pos, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(c.main.Stdout, "Usage: gateway links top-up ID N [--reason R]\n\nAllows N more downloads through the link.\n\nFlags:\n")
+		printFlags(c.main.Stdout, fs)
+		return nil
+	}
+	id, err := linkID("links top-up", pos, err, 2)
+	if err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(pos[1])
+	if err != nil || n < 1 {
+		return usagef("links top-up: N must be a whole number of at least 1, got %q", pos[1])
+	}
+	cl, err := admin.client(c.main.Env)
+	if err != nil {
+		return err
+	}
+	l, err := cl.AddAllowance(ctx, id, n, *reason)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(c.main.Stdout, l)
+	}
+	if len(l.Raw) == 0 {
+		fmt.Fprintf(c.main.Stdout, "link %s: %d downloads added\n", id, n)
+		return nil
+	}
+	fmt.Fprintf(c.main.Stdout, "link %s: %d downloads added, %d remaining\n", id, n, l.Remaining)
+	return nil
+}
+
+// linkID checks the outcome of parseArgs for a subcommand that takes a link
+// id followed by want-1 more arguments. Ids are UUIDs (SPEC §6); checking
+// here turns a typo into a usage error instead of a request.
+func linkID(cmd string, pos []string, parseErr error, want int) (string, error) {
+	if parseErr != nil {
+		return "", usagef("%s: %v", cmd, parseErr)
+	}
+	if len(pos) != want {
+		args := "ID"
+		if want == 2 {
+			args = "ID and N"
+		}
+		return "", usagef("%s: want %s, got %d argument(s)", cmd, args, len(pos))
+	}
+	id, err := uuid.Parse(pos[0])
+	if err != nil {
+		return "", usagef("%s: invalid link id %q: want a UUID", cmd, pos[0])
+	}
+	return id.String(), nil
+}
+
+// parseLifetime accepts a Go duration or a whole number of days ("7d"),
+// which time.ParseDuration lacks and link lifetimes usually are.
+func parseLifetime(s string) (time.Duration, error) {
+	var d time.Duration
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 64)
+		if err != nil || n > int64(1<<63-1)/int64(24*time.Hour) {
+			return 0, fmt.Errorf("invalid duration %q (want 90m, 36h or 7d)", s)
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, fmt.Errorf("invalid duration %q (want 90m, 36h or 7d)", s)
+		}
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("must be positive, got %q", s)
+	}
+	return d, nil
+}
+
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	// Errors come back to Run and are printed once, as one line.
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// parseArgs parses flags wherever they appear among the positional
+// arguments, since `links create FILE --downloads 3` is as natural as the
+// reverse and Go's flag package stops at the first non-flag. "--" ends the
+// flags.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			set = true
+		}
+	})
+	return set
+}
+
+// printFlags lists fs's flags in the --name form the help text uses.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, usage := flag.UnquoteUsage(f)
+		name := f.Name
+		if arg != "" {
+			name += " " + arg
+		}
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintf(w, "  --%-26s %s\n", name, usage)
+	})
+}
+
+// printJSON prints a link as the server sent it, indented, so that fields
+// this client does not know are shown too.
+func printJSON(w io.Writer, l client.Link) error {
+	var buf bytes.Buffer
+	if len(l.Raw) > 0 {
+		if err := json.Indent(&buf, l.Raw, "", "  "); err != nil {
+			return err
+		}
+	} else {
+		b, err := json.MarshalIndent(l, "", "  ")
+		if err != nil {
+			return err
+		}
+		buf.Write(b)
+	}
+	buf.WriteByte('\n')
+	_, err := buf.WriteTo(w)
+	return err
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/dlgate/dlgate/config"
+	"github.com/dlgate/dlgate/gateway"
+	"github.com/dlgate/dlgate/ledger/mysql"
+	"github.com/dlgate/dlgate/ledger/sqlcore"
+	"github.com/dlgate/dlgate/ledger/sqlite"
+	"github.com/dlgate/dlgate/sessions"
+	"github.com/dlgate/dlgate/storage"
+	"github.com/dlgate/dlgate/storage/fs"
+	"github.com/dlgate/dlgate/storage/s3"
+)
+
+// openLedger opens cfg's database and, unless skip, applies migrations.
+func openLedger(ctx context.Context, cfg *config.Config, skip bool) (*sqlcore.DB, error) {
+	switch cfg.DBDriver {
+	case "mysql":
+		db, err := mysql.Open(ctx, cfg.DBDSN)
+		if err != nil {
+			return nil, err
+		}
+		if !skip {
+			if err := mysql.Migrate(ctx, db.SQL()); err != nil {
+				db.Close()
+				return nil, err
+			}
+		}
+		return db, nil
+	default:
+		db, err := sqlite.Open(ctx, cfg.DBDSN)
+		if err != nil {
+			return nil, err
+		}
+		if !skip {
+			if err := sqlite.Migrate(ctx, db.SQL(), cfg.DBDSN); err != nil {
+				db.Close()
+				return nil, err
+			}
+		}
+		return db, nil
+	}
+}
+
+func openStore(ctx context.Context, cfg *config.Config) (storage.Store, error) {
+	if cfg.Store == "s3" {
+		return s3.New(ctx, s3.Options{Bucket: cfg.S3Bucket, Endpoint: cfg.S3Endpoint, Region: cfg.S3Region, PathStyle: cfg.S3PathStyle})
+	}
+	return fs.New(cfg.FSRoot)
+}
+
+// migrate applies pending migrations to cfg's database.
+func migrate(ctx context.Context, cfg *config.Config) error {
+	db, err := openLedger(ctx, cfg, false)
+	if err != nil {
+		return err
+	}
+	return db.Close()
+}
+
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// serve runs the gateway with cfg until ctx is canceled, then shuts down
+// gracefully: listeners close at once, running downloads get
+// cfg.ShutdownGrace to finish.
+func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
+	log := newLogger(cfg, os.Stderr)
+	newToken, err := cfg.EnsureSecrets()
+	if err != nil {
+		return err
+	}
+	db, err := openLedger(ctx, cfg, cfg.NoMigrate)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	store, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	pub, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	defer pub.Close()
+	adm, err := net.Listen("tcp", cfg.AdminListen)
+	if err != nil {
+		return fmt.Errorf("admin listen %s: %w", cfg.AdminListen, err)
+	}
+	defer adm.Close()
+	publicURL := cfg.PublicURL
+	if publicURL == "http://"+config.DialableAddr(cfg.Listen) {
+		// Port 0 (tests) or a wildcard host: name the address we got.
+		publicURL = "http://" + config.DialableAddr(pub.Addr().String())
+	}
+	srv, err := gateway.New(gateway.Options{
+		Ledger: db, Store: store, Secret: []byte(cfg.Secret), PublicURL: publicURL, AdminToken: cfg.AdminToken,
+		Logger:    log,
+		Defaults:  sessions.Defaults{TTL: cfg.SessionTTL, ByteBudget: cfg.SessionByteBudget, MaxConcurrency: cfg.SessionMaxConcurrency},
+		SlotLease: cfg.SlotLease,
+	})
+	if err != nil {
+		return err
+	}
+	adminURL := "http://" + config.DialableAddr(adm.Addr().String())
+	fmt.Fprintf(stdout, "gateway: public %s, admin %s, database %s, store %s\n", publicURL, adminURL, cfg.DBDriver, cfg.Store)
+	if newToken != "" {
+		fmt.Fprintf(stdout, "gateway: generated admin token (saved in %s): %s\n", cfg.DataDir, newToken)
+	}
+	fmt.Fprintf(stdout, "gateway: create a first link with: go run ./cmd/gateway links create ./some.file --downloads 3 --expires-in 24h\n")
+	log.Info("starting", "config", cfg)
+
+	public := &http.Server{
+		Handler:           srv.PublicHandler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		// Public requests carry no body worth waiting for; the response
+		// side has no global deadline so a slow reader of a large file can
+		// finish (the handler renews a per-write deadline instead).
+		ReadTimeout:    30 * time.Second,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	admin := &http.Server{
+		Handler:           srv.AdminHandler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSweep()
+	go srv.RunSweeper(sweepCtx, cfg.SweepInterval)
+
+	errc := make(chan error, 2)
+	go func() { errc <- public.Serve(pub) }()
+	go func() { errc <- admin.Serve(adm) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "grace", cfg.ShutdownGrace)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownGrace)
+	defer cancel()
+	errPub := public.Shutdown(sctx)
+	errAdm := admin.Shutdown(sctx)
+	if errors.Is(errPub, context.DeadlineExceeded) || errors.Is(errAdm, context.DeadlineExceeded) {
+		log.Warn("grace period over; closing the remaining connections")
+		public.Close()
+		admin.Close()
+	}
+	stopSweep()
+	log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+)
+
+// version is set at link time: go build -ldflags "-X main.version=v1.2.3".
+var version = "dev"
+
+// versionCommand prints the gateway's version and the Go toolchain that
+// built it.
+type versionCommand struct{ main *Main }
+
+// Run prints one line: "gateway VERSION (GOVERSION, OS/ARCH)".
+func (c *versionCommand) Run(ctx context.Context, args []string) error {
+	if len(args) > 0 {
+		if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+			fmt.Fprintln(c.main.Stdout, "Usage: gateway version")
+			return nil
+		}
+		return usagef("version: unexpected argument %q", args[0])
+	}
+	fmt.Fprintf(c.main.Stdout, "gateway %s (%s, %s/%s)\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return nil
+}
+
+// buildVersion prefers the -ldflags version and falls back to the module
+// version `go install ...@vX` records, so that both kinds of build report
+// something better than "dev".
+func buildVersion() string {
+	if version != "dev" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return version
+}

@@ -1,0 +1,321 @@
+// Package config loads the gateway's settings from flags, environment
+// variables and an optional YAML file (SPEC §7), and keeps the embedded
+// default's generated secrets in the data directory.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults from SPEC §7 and the gateway's operational knobs. Values derived
+// from other settings (public URL, SQLite DSN, FS root) are filled in by Load.
+const (
+	DefaultListen                = "127.0.0.1:8080"
+	DefaultAdminListen           = "127.0.0.1:8081"
+	DefaultDataDir               = "./gateway-data"
+	DefaultS3Region              = "us-east-1"
+	DefaultShutdownGrace         = 30 * time.Second
+	DefaultSessionTTL            = time.Hour
+	DefaultSessionMaxConcurrency = 4
+	DefaultSlotLease             = 30 * time.Second
+	DefaultSweepInterval         = 15 * time.Second
+
+	// EnvPrefix starts every environment variable name.
+	EnvPrefix = "GATEWAY_"
+)
+
+// Config is the merged gateway configuration. Field comments name the
+// environment variable; the flag is its kebab-case form without the prefix
+// (GATEWAY_DB_DRIVER → --db-driver) and the YAML key its snake-case form
+// (db_driver).
+type Config struct {
+	Listen      string // GATEWAY_LISTEN
+	AdminListen string // GATEWAY_ADMIN_LISTEN
+	PublicURL   string // GATEWAY_PUBLIC_URL, never with a trailing slash
+	AdminToken  string // GATEWAY_ADMIN_TOKEN
+	Secret      string // GATEWAY_SECRET; the HMAC key is the string's bytes
+	DataDir     string // GATEWAY_DATA_DIR
+
+	DBDriver string // GATEWAY_DB_DRIVER: "sqlite" or "mysql"
+	DBDSN    string // GATEWAY_DB_DSN
+
+	Store       string // GATEWAY_STORE: "fs" or "s3"
+	FSRoot      string // GATEWAY_FS_ROOT
+	S3Bucket    string // GATEWAY_S3_BUCKET
+	S3Endpoint  string // GATEWAY_S3_ENDPOINT; empty means AWS
+	S3Region    string // GATEWAY_S3_REGION
+	S3PathStyle bool   // GATEWAY_S3_PATH_STYLE
+
+	ShutdownGrace time.Duration // GATEWAY_SHUTDOWN_GRACE
+	LogLevel      slog.Level    // GATEWAY_LOG_LEVEL: debug, info, warn, error
+	LogFormat     string        // GATEWAY_LOG_FORMAT: "text" or "json"
+
+	SessionTTL time.Duration // GATEWAY_SESSION_TTL
+	// SessionByteBudget is GATEWAY_SESSION_BYTE_BUDGET in bytes; 0 means
+	// "2 × object size, minimum 1 MiB" (SPEC §4).
+	SessionByteBudget     int64
+	SessionMaxConcurrency int           // GATEWAY_SESSION_MAX_CONCURRENCY
+	SlotLease             time.Duration // GATEWAY_SLOT_LEASE
+	SweepInterval         time.Duration // GATEWAY_SWEEP_INTERVAL
+
+	// NoMigrate is the --no-migrate flag of `gateway serve`; it has no
+	// environment variable or file key.
+	NoMigrate bool
+}
+
+// Default returns the configuration used when nothing is set, before the
+// derived defaults (PublicURL, DBDSN, FSRoot) are filled in.
+func Default() *Config {
+	return &Config{
+		Listen:                DefaultListen,
+		AdminListen:           DefaultAdminListen,
+		DataDir:               DefaultDataDir,
+		DBDriver:              "sqlite",
+		Store:                 "fs",
+		S3Region:              DefaultS3Region,
+		ShutdownGrace:         DefaultShutdownGrace,
+		LogLevel:              slog.LevelInfo,
+		LogFormat:             "text",
+		SessionTTL:            DefaultSessionTTL,
+		SessionMaxConcurrency: DefaultSessionMaxConcurrency,
+		SlotLease:             DefaultSlotLease,
+		SweepInterval:         DefaultSweepInterval,
+	}
+}
+
+// FlagError reports command-line arguments Load could not parse (unknown
+// flag, missing flag value, stray argument), as opposed to a value that is
+// invalid wherever it came from. The CLI exits 2 for it.
+type FlagError struct{ Err error }
+
+func (e *FlagError) Error() string { return "config: " + e.Err.Error() }
+func (e *FlagError) Unwrap() error { return e.Err }
+
+// Load merges, lowest precedence first, the defaults, the YAML file named by
+// --config, the environment (env, usually os.Getenv; empty values count as
+// unset) and the flags in args that were actually given. It then fills in the
+// derived defaults and validates the result.
+//
+// It returns an error wrapping flag.ErrHelp for -h/--help, a *FlagError for
+// unparsable arguments, and otherwise a one-line error naming the variable.
+func Load(args []string, env func(string) string) (*Config, error) {
+	if env == nil {
+		env = func(string) string { return "" }
+	}
+	fs, raws, file, noMigrate := newFlagSet(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, &FlagError{Err: err}
+	}
+	if fs.NArg() > 0 {
+		return nil, &FlagError{Err: fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+
+	c := Default()
+	c.NoMigrate = *noMigrate
+	if *file != "" {
+		values, err := readFile(*file)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range vars {
+			fv, ok := values[v.key()]
+			if !ok {
+				continue
+			}
+			if err := v.set(c, fv.value); err != nil {
+				return nil, fmt.Errorf("config: %s: %v (from %s line %d)", v.env(), err, *file, fv.line)
+			}
+		}
+	}
+	for _, v := range vars {
+		raw := env(v.env())
+		if raw == "" {
+			continue
+		}
+		if err := v.set(c, raw); err != nil {
+			return nil, fmt.Errorf("config: %s: %v (from the environment)", v.env(), err)
+		}
+	}
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		v, ok := raws[f.Name]
+		if !ok || err != nil {
+			return
+		}
+		if e := v.variable.set(c, v.value); e != nil {
+			err = fmt.Errorf("config: %s: %v (from --%s)", v.variable.env(), e, f.Name)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	c.fillDerived()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// fillDerived sets the defaults that depend on other settings, so that they
+// follow a Listen or DataDir given at any precedence level.
+func (c *Config) fillDerived() {
+	if c.PublicURL == "" {
+		c.PublicURL = "http://" + DialableAddr(c.Listen)
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	if c.DBDSN == "" && c.DBDriver == "sqlite" {
+		c.DBDSN = filepath.Join(c.DataDir, "gateway.db")
+	}
+	if c.FSRoot == "" {
+		c.FSRoot = filepath.Join(c.DataDir, "objects")
+	}
+}
+
+// DialableAddr turns a listen address into one a client on the same machine
+// can put in a URL: a wildcard or empty host ("0.0.0.0:8080", ":8080")
+// becomes "localhost", because "http://:8080" is no usable link base.
+func DialableAddr(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen // Validate reports it.
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// minSecretLen guards token derivation: every link token is
+// HMAC-SHA256(secret, id), so a short secret makes tokens guessable. The
+// generated secret is 64 hex characters.
+const minSecretLen = 32
+
+// Validate checks a merged configuration. Load calls it; call it yourself
+// when you build a Config by hand. The error is one line naming the variable.
+func (c *Config) Validate() error {
+	bad := func(name, format string, args ...any) error {
+		return fmt.Errorf("config: %s%s: %s", EnvPrefix, name, fmt.Sprintf(format, args...))
+	}
+	for _, l := range []struct{ name, addr string }{{"LISTEN", c.Listen}, {"ADMIN_LISTEN", c.AdminListen}} {
+		if err := checkListen(l.addr); err != nil {
+			return bad(l.name, "%v", err)
+		}
+	}
+	if _, port, _ := net.SplitHostPort(c.Listen); port != "0" && c.Listen == c.AdminListen {
+		return bad("ADMIN_LISTEN", "must differ from GATEWAY_LISTEN, both are %q", c.Listen)
+	}
+	if err := checkBaseURL(c.PublicURL, false); err != nil {
+		return bad("PUBLIC_URL", "%v", err)
+	}
+	if c.Secret != "" && len(c.Secret) < minSecretLen {
+		return bad("SECRET", "must be at least %d characters, got %d", minSecretLen, len(c.Secret))
+	}
+	if c.DataDir == "" {
+		return bad("DATA_DIR", "must not be empty")
+	}
+	switch c.DBDriver {
+	case "sqlite":
+	case "mysql":
+		if c.DBDSN == "" {
+			return bad("DB_DSN", `required when GATEWAY_DB_DRIVER is "mysql"`)
+		}
+	default:
+		return bad("DB_DRIVER", `must be "sqlite" or "mysql", got %q`, c.DBDriver)
+	}
+	if c.DBDSN == "" {
+		return bad("DB_DSN", "must not be empty")
+	}
+	switch c.Store {
+	case "fs":
+		if c.FSRoot == "" {
+			return bad("FS_ROOT", "must not be empty")
+		}
+	case "s3":
+		if c.S3Bucket == "" {
+			return bad("S3_BUCKET", `required when GATEWAY_STORE is "s3"`)
+		}
+		if c.S3Region == "" {
+			return bad("S3_REGION", `required when GATEWAY_STORE is "s3"`)
+		}
+	default:
+		return bad("STORE", `must be "fs" or "s3", got %q`, c.Store)
+	}
+	if c.S3Endpoint != "" {
+		if err := checkBaseURL(c.S3Endpoint, true); err != nil {
+			return bad("S3_ENDPOINT", "%v", err)
+		}
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		return bad("LOG_FORMAT", `must be "text" or "json", got %q`, c.LogFormat)
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"SHUTDOWN_GRACE", c.ShutdownGrace},
+		{"SESSION_TTL", c.SessionTTL},
+		{"SLOT_LEASE", c.SlotLease},
+		{"SWEEP_INTERVAL", c.SweepInterval},
+	} {
+		if d.d <= 0 {
+			return bad(d.name, "must be positive, got %v", d.d)
+		}
+	}
+	if c.SessionByteBudget < 0 {
+		return bad("SESSION_BYTE_BUDGET", "must be 0 (automatic) or positive, got %d", c.SessionByteBudget)
+	}
+	if c.SessionMaxConcurrency < 1 {
+		return bad("SESSION_MAX_CONCURRENCY", "must be at least 1, got %d", c.SessionMaxConcurrency)
+	}
+	return nil
+}
+
+func checkListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("invalid host:port %q: %v", addr, err)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("invalid port in %q", addr)
+	}
+	return nil
+}
+
+// checkBaseURL accepts an absolute http(s) URL usable as a prefix: no query
+// or fragment, because link paths are appended to it. allowUser is false
+// for URLs the gateway publishes, which must not leak credentials.
+func checkBaseURL(raw string, allowUser bool) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("invalid URL %q", raw)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("must be an absolute http or https URL, got %q", raw)
+	case u.Hostname() == "":
+		return fmt.Errorf("must have a host, got %q", raw)
+	case u.RawQuery != "" || u.ForceQuery:
+		return fmt.Errorf("must not have a query, got %q", raw)
+	case u.Fragment != "":
+		return fmt.Errorf("must not have a fragment, got %q", raw)
+	case u.User != nil && !allowUser:
+		return fmt.Errorf("must not contain user information")
+	}
+	return nil
+}

@@ -1,0 +1,416 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// MustWriteFile writes content to name in a fresh temporary directory and
+// returns its path.
+func MustWriteFile(tb testing.TB, name, content string) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
+// envOf serves a fixed environment the way os.Getenv would.
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// MustLoad is Load that fails the test on error.
+func MustLoad(tb testing.TB, args []string, env map[string]string) *Config {
+	tb.Helper()
+	c, err := Load(args, envOf(env))
+	if err != nil {
+		tb.Fatalf("Load(%q) = %v", args, err)
+	}
+	return c
+}
+
+func TestLoadDefaults(t *testing.T) {
+	c := MustLoad(t, nil, nil)
+	want := Default()
+	want.PublicURL = "http://127.0.0.1:8080"
+	want.DBDSN = filepath.Join("gateway-data", "gateway.db")
+	want.FSRoot = filepath.Join("gateway-data", "objects")
+	if *c != *want {
+		t.Errorf("Load() = %+v, want %+v", *c, *want)
+	}
+}
+
+func TestLoadPrecedence(t *testing.T) {
+	file := MustWriteFile(t, "gateway.yaml", strings.Join([]string{
+		"listen: 10.0.0.1:1",
+		"s3_path_style: true",
+		"shutdown_grace: 1m",
+		"session_max_concurrency: 7",
+		"db_dsn: /from/file.db",
+		"log_level: warn",
+	}, "\n"))
+
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		got  func(*Config) any
+		want any
+	}{
+		{"DefaultWhenUnset", nil, nil, func(c *Config) any { return c.Listen }, DefaultListen},
+		{"FileOverDefault", []string{"--config", file}, nil, func(c *Config) any { return c.Listen }, "10.0.0.1:1"},
+		{"EnvOverFile", []string{"--config", file}, map[string]string{"GATEWAY_LISTEN": "10.0.0.2:2"}, func(c *Config) any { return c.Listen }, "10.0.0.2:2"},
+		{"FlagOverEnv", []string{"--config", file, "--listen", "10.0.0.3:3"}, map[string]string{"GATEWAY_LISTEN": "10.0.0.2:2"}, func(c *Config) any { return c.Listen }, "10.0.0.3:3"},
+		{"FlagEqualToDefaultStillWins", []string{"--listen=" + DefaultListen}, map[string]string{"GATEWAY_LISTEN": "10.0.0.2:2"}, func(c *Config) any { return c.Listen }, DefaultListen},
+		{"EmptyEnvIsUnset", []string{"--config", file}, map[string]string{"GATEWAY_LISTEN": ""}, func(c *Config) any { return c.Listen }, "10.0.0.1:1"},
+		{"BoolFromFile", []string{"--config", file}, nil, func(c *Config) any { return c.S3PathStyle }, true},
+		{"BoolEnvOverFile", []string{"--config", file}, map[string]string{"GATEWAY_S3_PATH_STYLE": "false"}, func(c *Config) any { return c.S3PathStyle }, false},
+		{"BareBoolFlagOverEnv", []string{"--s3-path-style"}, map[string]string{"GATEWAY_S3_PATH_STYLE": "0"}, func(c *Config) any { return c.S3PathStyle }, true},
+		{"BoolFlagFalseOverFile", []string{"--config", file, "--s3-path-style=false"}, nil, func(c *Config) any { return c.S3PathStyle }, false},
+		{"DurationFromFile", []string{"--config", file}, nil, func(c *Config) any { return c.ShutdownGrace }, time.Minute},
+		{"DurationFlagOverFile", []string{"--config", file, "-shutdown-grace", "90s"}, nil, func(c *Config) any { return c.ShutdownGrace }, 90 * time.Second},
+		{"IntFromFile", []string{"--config", file}, nil, func(c *Config) any { return c.SessionMaxConcurrency }, 7},
+		{"IntEnvOverFile", []string{"--config", file}, map[string]string{"GATEWAY_SESSION_MAX_CONCURRENCY": "9"}, func(c *Config) any { return c.SessionMaxConcurrency }, 9},
+		{"LevelFromFile", []string{"--config", file}, nil, func(c *Config) any { return c.LogLevel }, slog.LevelWarn},
+		{"LevelFlag", []string{"--log-level", "DEBUG"}, nil, func(c *Config) any { return c.LogLevel }, slog.LevelDebug},
+		{"ExplicitDSNBeatsDerived", []string{"--config", file, "--data-dir", "/d"}, nil, func(c *Config) any { return c.DBDSN }, "/from/file.db"},
+		{"DSNDerivedFromDataDir", []string{"--data-dir", "/d"}, nil, func(c *Config) any { return c.DBDSN }, filepath.Join("/d", "gateway.db")},
+		{"FSRootDerivedFromEnvDataDir", nil, map[string]string{"GATEWAY_DATA_DIR": "/e"}, func(c *Config) any { return c.FSRoot }, filepath.Join("/e", "objects")},
+		{"PublicURLDerivedFromListen", []string{"--listen", "10.0.0.3:3"}, nil, func(c *Config) any { return c.PublicURL }, "http://10.0.0.3:3"},
+		{"PublicURLDerivedFromWildcardListen", []string{"--listen", ":8080"}, nil, func(c *Config) any { return c.PublicURL }, "http://localhost:8080"},
+		{"PublicURLDerivedFromIPv6Wildcard", []string{"--listen", "[::]:8080"}, nil, func(c *Config) any { return c.PublicURL }, "http://localhost:8080"},
+		{"PublicURLTrailingSlashStripped", nil, map[string]string{"GATEWAY_PUBLIC_URL": "https://dl.example.com/files/"}, func(c *Config) any { return c.PublicURL }, "https://dl.example.com/files"},
+		{"NoMigrate", []string{"--no-migrate"}, nil, func(c *Config) any { return c.NoMigrate }, true},
+		{"MigrateByDefault", nil, nil, func(c *Config) any { return c.NoMigrate }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := MustLoad(t, tt.args, tt.env)
+			if got := tt.got(c); got != tt.want {
+				t.Errorf("Load(%q) = %v, want %v", tt.args, got, tt.want)
+			}
+		})
+	}
+}
+
+// samples is a valid value for every variable, none of them the default,
+// that together pass validation.
+var samples = map[string]string{
+	"LISTEN":                  "10.1.1.1:81",
+	"ADMIN_LISTEN":            "10.1.1.1:82",
+	"PUBLIC_URL":              "https://dl.example.com",
+	"ADMIN_TOKEN":             "admin-token-sample",
+	"SECRET":                  strings.Repeat("s", 40),
+	"DATA_DIR":                "/srv/gw",
+	"DB_DRIVER":               "mysql",
+	"DB_DSN":                  "gw:pw@tcp(db:3306)/gateway",
+	"STORE":                   "s3",
+	"FS_ROOT":                 "/srv/objects",
+	"S3_BUCKET":               "downloads",
+	"S3_ENDPOINT":             "http://minio:9000",
+	"S3_REGION":               "eu-west-1",
+	"S3_PATH_STYLE":           "true",
+	"SHUTDOWN_GRACE":          "1m0s",
+	"LOG_LEVEL":               "debug",
+	"LOG_FORMAT":              "json",
+	"SESSION_TTL":             "2h0m0s",
+	"SESSION_BYTE_BUDGET":     "1048576",
+	"SESSION_MAX_CONCURRENCY": "8",
+	"SLOT_LEASE":              "45s",
+	"SWEEP_INTERVAL":          "5s",
+}
+
+// TestEveryVariableFromEverySource proves that each variable is wired to its
+// flag, environment variable and file key, so a new variable cannot be
+// half-added.
+func TestEveryVariableFromEverySource(t *testing.T) {
+	if len(samples) != len(vars) {
+		t.Fatalf("samples has %d entries, vars %d", len(samples), len(vars))
+	}
+	var args []string
+	env := map[string]string{}
+	var yaml strings.Builder
+	for _, v := range vars {
+		s, ok := samples[v.name]
+		if !ok {
+			t.Fatalf("no sample for %s", v.name)
+		}
+		args = append(args, "--"+v.flag()+"="+s)
+		env[v.env()] = s
+		yaml.WriteString(v.key() + ": " + `"` + s + `"` + "\n")
+	}
+	file := MustWriteFile(t, "all.yaml", yaml.String())
+
+	for _, src := range []struct {
+		name string
+		args []string
+		env  map[string]string
+	}{
+		{"Flags", args, nil},
+		{"Environment", nil, env},
+		{"File", []string{"--config", file}, nil},
+	} {
+		t.Run(src.name, func(t *testing.T) {
+			c := MustLoad(t, src.args, src.env)
+			for _, v := range vars {
+				if got := v.get(c); got != samples[v.name] {
+					t.Errorf("%s = %q, want %q", v.env(), got, samples[v.name])
+				}
+			}
+		})
+	}
+}
+
+func TestFileKeysMatchVariables(t *testing.T) {
+	keys := map[string]bool{}
+	ft := reflect.TypeFor[fileConfig]()
+	for i := range ft.NumField() {
+		keys[ft.Field(i).Tag.Get("yaml")] = true
+	}
+	for _, v := range vars {
+		if !keys[v.key()] {
+			t.Errorf("fileConfig has no field for key %q", v.key())
+		}
+		delete(keys, v.key())
+	}
+	for k := range keys {
+		t.Errorf("fileConfig key %q matches no variable", k)
+	}
+}
+
+func TestLoadValidationErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"UnknownDriver", map[string]string{"GATEWAY_DB_DRIVER": "pg"}, `config: GATEWAY_DB_DRIVER: must be "sqlite" or "mysql", got "pg"`},
+		{"MySQLWithoutDSN", map[string]string{"GATEWAY_DB_DRIVER": "mysql"}, `config: GATEWAY_DB_DSN: required when GATEWAY_DB_DRIVER is "mysql"`},
+		{"UnknownStore", map[string]string{"GATEWAY_STORE": "gcs"}, `config: GATEWAY_STORE: must be "fs" or "s3", got "gcs"`},
+		{"S3WithoutBucket", map[string]string{"GATEWAY_STORE": "s3"}, `config: GATEWAY_S3_BUCKET: required when GATEWAY_STORE is "s3"`},
+		{"ListenWithoutPort", map[string]string{"GATEWAY_LISTEN": "localhost"}, `config: GATEWAY_LISTEN: invalid host:port "localhost"`},
+		{"ListenBadPort", map[string]string{"GATEWAY_LISTEN": "localhost:http"}, `config: GATEWAY_LISTEN: invalid port in "localhost:http"`},
+		{"ListenPortTooLarge", map[string]string{"GATEWAY_LISTEN": "localhost:65536"}, `config: GATEWAY_LISTEN: invalid port`},
+		{"AdminListenBad", map[string]string{"GATEWAY_ADMIN_LISTEN": "8081"}, `config: GATEWAY_ADMIN_LISTEN: invalid host:port "8081"`},
+		{"SameListeners", map[string]string{"GATEWAY_ADMIN_LISTEN": DefaultListen}, `config: GATEWAY_ADMIN_LISTEN: must differ from GATEWAY_LISTEN`},
+		{"PublicURLRelative", map[string]string{"GATEWAY_PUBLIC_URL": "/files"}, `config: GATEWAY_PUBLIC_URL: must be an absolute http or https URL, got "/files"`},
+		{"PublicURLScheme", map[string]string{"GATEWAY_PUBLIC_URL": "ftp://example.com"}, `config: GATEWAY_PUBLIC_URL: must be an absolute http or https URL`},
+		{"PublicURLNoHost", map[string]string{"GATEWAY_PUBLIC_URL": "http:///x"}, `config: GATEWAY_PUBLIC_URL: must have a host`},
+		{"PublicURLQuery", map[string]string{"GATEWAY_PUBLIC_URL": "https://example.com/?a=b"}, `config: GATEWAY_PUBLIC_URL: must not have a query`},
+		{"PublicURLFragment", map[string]string{"GATEWAY_PUBLIC_URL": "https://example.com/#x"}, `config: GATEWAY_PUBLIC_URL: must not have a fragment`},
+		{"PublicURLUser", map[string]string{"GATEWAY_PUBLIC_URL": "https://u:p@example.com"}, `config: GATEWAY_PUBLIC_URL: must not contain user information`},
+		{"S3EndpointRelative", map[string]string{"GATEWAY_S3_ENDPOINT": "minio:9000"}, `config: GATEWAY_S3_ENDPOINT: must be an absolute http or https URL`},
+		{"ShortSecret", map[string]string{"GATEWAY_SECRET": "short"}, `config: GATEWAY_SECRET: must be at least 32 characters, got 5`},
+		{"LogFormat", map[string]string{"GATEWAY_LOG_FORMAT": "xml"}, `config: GATEWAY_LOG_FORMAT: must be "text" or "json", got "xml"`},
+		{"LogLevel", map[string]string{"GATEWAY_LOG_LEVEL": "loud"}, `config: GATEWAY_LOG_LEVEL: invalid level "loud"`},
+		{"ZeroGrace", map[string]string{"GATEWAY_SHUTDOWN_GRACE": "0s"}, `config: GATEWAY_SHUTDOWN_GRACE: must be positive, got 0s`},
+		{"NegativeTTL", map[string]string{"GATEWAY_SESSION_TTL": "-1h"}, `config: GATEWAY_SESSION_TTL: must be positive, got -1h0m0s`},
+		{"ZeroLease", map[string]string{"GATEWAY_SLOT_LEASE": "0"}, `config: GATEWAY_SLOT_LEASE: must be positive, got 0s`},
+		{"ZeroSweep", map[string]string{"GATEWAY_SWEEP_INTERVAL": "0ms"}, `config: GATEWAY_SWEEP_INTERVAL: must be positive, got 0s`},
+		{"DurationSyntax", map[string]string{"GATEWAY_SWEEP_INTERVAL": "15"}, `config: GATEWAY_SWEEP_INTERVAL: invalid duration "15"`},
+		{"NegativeBudget", map[string]string{"GATEWAY_SESSION_BYTE_BUDGET": "-1"}, `config: GATEWAY_SESSION_BYTE_BUDGET: must be 0 (automatic) or positive, got -1`},
+		{"BudgetNotInteger", map[string]string{"GATEWAY_SESSION_BYTE_BUDGET": "1MiB"}, `config: GATEWAY_SESSION_BYTE_BUDGET: invalid integer "1MiB" (from the environment)`},
+		{"ZeroConcurrency", map[string]string{"GATEWAY_SESSION_MAX_CONCURRENCY": "0"}, `config: GATEWAY_SESSION_MAX_CONCURRENCY: must be at least 1, got 0`},
+		{"BadBool", map[string]string{"GATEWAY_S3_PATH_STYLE": "yes"}, `config: GATEWAY_S3_PATH_STYLE: invalid boolean "yes"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(nil, envOf(tt.env))
+			if err == nil {
+				t.Fatalf("Load(env %v) = nil error, want %q", tt.env, tt.want)
+			}
+			if msg := err.Error(); !strings.HasPrefix(msg, tt.want) || strings.Contains(msg, "\n") {
+				t.Errorf("Load(env %v) = %q, want one line starting %q", tt.env, msg, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadNamesTheSourceOfAnUnparsableValue(t *testing.T) {
+	file := MustWriteFile(t, "g.yaml", "listen: 127.0.0.1:1\nslot_lease: soon\n")
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"Flag", []string{"--slot-lease", "soon"}, nil, `config: GATEWAY_SLOT_LEASE: invalid duration "soon" (want Go syntax like 30s, 5m, 1h) (from --slot-lease)`},
+		{"Env", nil, map[string]string{"GATEWAY_SLOT_LEASE": "soon"}, `config: GATEWAY_SLOT_LEASE: invalid duration "soon" (want Go syntax like 30s, 5m, 1h) (from the environment)`},
+		{"File", []string{"--config", file}, nil, `config: GATEWAY_SLOT_LEASE: invalid duration "soon" (want Go syntax like 30s, 5m, 1h) (from ` + file + ` line 2)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(tt.args, envOf(tt.env))
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("Load(%q) = %v, want %q", tt.args, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadFileErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		want    string
+	}{
+		{"UnknownKey", "listen: 127.0.0.1:1\nlisten_addr: x\n", `line 2: unknown key "listen_addr"`},
+		{"EnvNameAsKey", "GATEWAY_LISTEN: x\n", `line 1: unknown key "GATEWAY_LISTEN"`},
+		{"KebabKey", "db-driver: mysql\n", `line 1: unknown key "db-driver"`},
+		{"TwoUnknownKeys", "a: 1\nb: 2\n", `line 1: unknown key "a"; line 2: unknown key "b"`},
+		{"NestedValue", "listen:\n  host: x\n", "line 2: value must be a single scalar"},
+		{"ListValue", "listen: [a, b]\n", "line 1: value must be a single scalar"},
+		{"DuplicateKey", "listen: a:1\nlisten: b:2\n", `mapping key "listen" already defined`},
+		{"NotAMapping", "- listen\n", "cannot unmarshal"},
+		{"Syntax", "listen: [\n", "line"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := MustWriteFile(t, "g.yaml", tt.content)
+			_, err := Load([]string{"--config", file}, envOf(nil))
+			if err == nil {
+				t.Fatalf("Load(%q) = nil error, want %q", tt.content, tt.want)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "config: "+file+": ") || !strings.Contains(msg, tt.want) || strings.Contains(msg, "\n") {
+				t.Errorf("Load(%q) = %q, want one line with %q", tt.content, msg, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadFileEdgeCases(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		want    string // Listen
+	}{
+		{"Empty", "", DefaultListen},
+		{"OnlyComments", "# nothing here\n", DefaultListen},
+		{"NullIsUnset", "listen:\n", DefaultListen},
+		{"TildeIsUnset", "listen: ~\n", DefaultListen},
+		{"Quoted", `listen: "10.0.0.9:9"`, "10.0.0.9:9"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := MustWriteFile(t, "g.yaml", tt.content)
+			c, err := Load([]string{"--config", file}, envOf(nil))
+			if err != nil {
+				t.Fatalf("Load(%q) = %v", tt.content, err)
+			}
+			if c.Listen != tt.want {
+				t.Errorf("Load(%q).Listen = %q, want %q", tt.content, c.Listen, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "absent.yaml")
+	_, err := Load([]string{"--config", path}, envOf(nil))
+	if err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("Load(--config %s) = %v, want a no-such-file error", path, err)
+	}
+}
+
+func TestLoadArgumentErrors(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantHelp bool
+		want     string
+	}{
+		{"Help", []string{"-h"}, true, ""},
+		{"LongHelp", []string{"--help"}, true, ""},
+		{"UnknownFlag", []string{"--listen-addr", "x"}, false, "config: flag provided but not defined: -listen-addr"},
+		{"MissingValue", []string{"--listen"}, false, "config: flag needs an argument: -listen"},
+		{"StrayArgument", []string{"now"}, false, `config: unexpected argument "now"`},
+		{"EnvStyleFlag", []string{"--db_driver", "x"}, false, "config: flag provided but not defined: -db_driver"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(tt.args, envOf(nil))
+			if tt.wantHelp {
+				if !errors.Is(err, flag.ErrHelp) {
+					t.Errorf("Load(%q) = %v, want flag.ErrHelp", tt.args, err)
+				}
+				return
+			}
+			var fe *FlagError
+			if !errors.As(err, &fe) || err.Error() != tt.want {
+				t.Errorf("Load(%q) = %v, want *FlagError %q", tt.args, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRedacted(t *testing.T) {
+	c := MustLoad(t, nil, map[string]string{
+		"GATEWAY_ADMIN_TOKEN": "admin-token-value",
+		"GATEWAY_SECRET":      strings.Repeat("k", 40),
+		"GATEWAY_DB_DRIVER":   "mysql",
+		"GATEWAY_DB_DSN":      "gw:p@ss/w0rd@tcp(db:3306)/gateway?tls=true",
+	})
+	got := c.Redacted()
+	want := map[string]string{
+		"GATEWAY_ADMIN_TOKEN": "[redacted]",
+		"GATEWAY_SECRET":      "[redacted]",
+		"GATEWAY_DB_DSN":      "gw:[redacted]@tcp(db:3306)/gateway?tls=true",
+		"GATEWAY_LISTEN":      DefaultListen,
+		"GATEWAY_LOG_LEVEL":   "info",
+		"GATEWAY_S3_BUCKET":   "",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("Redacted()[%q] = %q, want %q", k, got[k], v)
+		}
+	}
+	if len(got) != len(vars) {
+		t.Errorf("Redacted() has %d entries, want %d", len(got), len(vars))
+	}
+
+	var buf strings.Builder
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("starting", "config", c)
+	for _, secret := range []string{"admin-token-value", strings.Repeat("k", 40), "p@ss"} {
+		if strings.Contains(buf.String(), secret) {
+			t.Errorf("log line %s contains a secret", buf.String())
+		}
+	}
+	if !strings.Contains(buf.String(), `"listen":"127.0.0.1:8080"`) {
+		t.Errorf("log line %s lacks the listen address", buf.String())
+	}
+}
+
+func TestRedactDSN(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"user:pw@tcp(h:3306)/db", "user:[redacted]@tcp(h:3306)/db"},
+		{"user@tcp(h:3306)/db", "user@tcp(h:3306)/db"},
+		{"user:p@w/d@unix(/tmp/sock)/db?x=y", "user:[redacted]@unix(/tmp/sock)/db?x=y"},
+		{"/db", "/db"},
+		{"nodb", "nodb"},
+	}
+	for _, tt := range tests {
+		if got := redactDSN(tt.in); got != tt.want {
+			t.Errorf("redactDSN(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestPrintFlagsListsEveryVariable(t *testing.T) {
+	var buf strings.Builder
+	PrintFlags(&buf)
+	for _, v := range vars {
+		if !strings.Contains(buf.String(), "--"+v.flag()) || !strings.Contains(buf.String(), v.env()) {
+			t.Errorf("PrintFlags lacks --%s or %s", v.flag(), v.env())
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package gateway
+
+import (
+	"mime"
+	"path"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// ContentDisposition builds `attachment` with a safe filename (RFC 6266
+// §4.3): an ASCII fallback in filename="…" and, when the name is not plain
+// ASCII, the exact name in filename*=UTF-8''… (RFC 8187). Control
+// characters, quotes, backslashes and path separators never reach the
+// header, so a stored filename cannot inject headers or directories.
+func ContentDisposition(name string) string {
+	name = cleanFilename(name)
+	var ascii strings.Builder
+	plain := true
+	for _, r := range name {
+		switch {
+		case r >= 0x20 && r < 0x7f && r != '"' && r != '\\' && r != '%':
+			ascii.WriteRune(r)
+		default:
+			plain = false
+			ascii.WriteByte('_')
+		}
+	}
+	v := `attachment; filename="` + ascii.String() + `"`
+	if !plain {
+		// mime.FormatMediaType percent-encodes per RFC 2231/8187.
+		if ext := mime.FormatMediaType("attachment", map[string]string{"filename*": name}); ext != "" {
+			if _, star, ok := strings.Cut(ext, "; "); ok {
+				v += "; " + star
+			}
+		} else {
+			v += "; filename*=UTF-8''" + pctEncode(name)
+		}
+	}
+	return v
+}
+
+// cleanFilename keeps the last path element, drops control and format
+// characters, and never returns an empty or dot-only name.
+func cleanFilename(name string) string {
+	if !utf8.ValidString(name) {
+		name = strings.ToValidUTF8(name, "_")
+	}
+	name = strings.ReplaceAll(name, "\\", "/")
+	name = path.Base(name)
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '/' {
+			return -1
+		}
+		return r
+	}, name)
+	name = strings.TrimSpace(name)
+	if strings.Trim(name, ".") == "" {
+		return "download"
+	}
+	if len(name) > 255 {
+		// Cut at a rune boundary.
+		cut := 255
+		for cut > 0 && !utf8.RuneStart(name[cut]) {
+			cut--
+		}
+		name = name[:cut]
+	}
+	return name
+}
+
+func pctEncode(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x80 && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$&+-.^_`|~", c) >= 0) {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}

@@ -1,0 +1,199 @@
+package gateway
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore"
+	"github.com/dlgate/dlgate/storage"
+	"github.com/dlgate/dlgate/token"
+)
+
+// pathToken returns the {token} of the route when it has the shape of a
+// token; otherwise it answers the generic 404 without any database query.
+func (s *Server) pathToken(w http.ResponseWriter, r *http.Request, notFound problem) (string, bool) {
+	tok := mux.Vars(r)["token"]
+	if !token.Valid(tok) {
+		s.log.DebugContext(r.Context(), "refused", "reason", "malformed_token")
+		writeProblem(w, r, notFound, "")
+		return "", false
+	}
+	return tok, true
+}
+
+// lookupLink runs the checks GET, HEAD and POST on /d/{token} share after
+// the token shape, in SPEC §3 order, and answers itself when one fails
+// (ok=false): credentials, then the link row.
+func (s *Server) lookupLink(w http.ResponseWriter, r *http.Request, tok string) (l *ledger.Link, account string, ok bool) {
+	account, err := s.Auth.Authenticate(r)
+	if err != nil {
+		s.log.DebugContext(r.Context(), "credentials rejected", "err", err)
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		writeProblem(w, r, probAuthRequired, "")
+		return nil, "", false
+	}
+	l, err = s.Ledger.LinkByTokenHash(r.Context(), token.Hash(tok))
+	if err != nil {
+		s.fail(w, r, err, probLinkUnavailable)
+		return nil, "", false
+	}
+	if l.AccountID != "" && account == "" {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		writeProblem(w, r, probAuthRequired, "")
+		return nil, "", false
+	}
+	return l, account, true
+}
+
+// handleLink serves GET and HEAD /d/{token} (SPEC §3).
+func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
+	tok, ok := s.pathToken(w, r, probLinkUnavailable)
+	if !ok {
+		return
+	}
+	// A Range on the link URL would spend a download on a fragment; it is
+	// refused before anything is looked up or claimed. (Session affinity,
+	// SPEC §5, will answer 303 here for a verified account that already
+	// has a live session of this link.)
+	if r.Header.Get("Range") != "" {
+		w.Header().Set("Accept-Ranges", "none")
+		writeProblem(w, r, probRangeRequiresSession,
+			"Range requests are served by transfer sessions: POST "+r.URL.EscapedPath()+"/sessions, then send ranges to the session_url.")
+		return
+	}
+	l, account, ok := s.lookupLink(w, r, tok)
+	if !ok {
+		return
+	}
+	attrs := []any{"link_id", l.ID}
+	if r.Method == http.MethodHead {
+		// HEAD never claims: it reports what GET would do right now.
+		if reason := sqlcore.Explain(l, account, ledger.Micro(s.Now())); reason != "" {
+			s.fail(w, r, ledger.Refused(reason), probLinkUnavailable, attrs...)
+			return
+		}
+		s.objectHeaders(w, l.Object, l.Filename)
+		w.Header().Set("Accept-Ranges", "none")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if l.Delivery == ledger.DeliverySession {
+		s.mintAndAnswer(w, r, l, account, "", true)
+		return
+	}
+	s.stream(w, r, l, account)
+}
+
+// stream claims one allowance and sends the whole object (delivery
+// `stream`). A storage failure before the first body byte refunds the
+// claim (SPEC §1 policy).
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, l *ledger.Link, account string) {
+	attrs := []any{"link_id", l.ID}
+	if r.Context().Err() != nil {
+		return // the client left before we spent anything
+	}
+	g, err := s.Ledger.Claim(r.Context(), ledger.ClaimRequest{
+		LinkID: l.ID, AccountID: account, Kind: ledger.KindStream, Client: clientDescriptor(r),
+	})
+	if err != nil {
+		s.metrics.claims.WithLabelValues(ledger.KindStream, reasonOf(err)).Inc()
+		s.fail(w, r, err, probLinkUnavailable, attrs...)
+		return
+	}
+	s.metrics.claims.WithLabelValues(ledger.KindStream, "granted").Inc()
+	attrs = append(attrs, "grant_id", g.ID)
+	v := versionOf(l.Object)
+	body, err := s.Store.Open(r.Context(), v, 0, v.Size)
+	var first []byte
+	if err == nil {
+		first, err = peek(body, v.Size)
+		if err != nil {
+			body.Close()
+		}
+	}
+	if err != nil {
+		s.refund(r, g, err, attrs)
+		s.fail(w, r, err, probLinkUnavailable, attrs...)
+		return
+	}
+	defer body.Close()
+	defer putBuf(first)
+	s.objectHeaders(w, l.Object, l.Filename)
+	w.Header().Set("Accept-Ranges", "none")
+	w.WriteHeader(http.StatusOK)
+	s.metrics.streaming.Inc()
+	defer s.metrics.streaming.Dec()
+	sent, err := s.copyBody(w, body, first, v.Size)
+	if err != nil {
+		// The claim stands: we cannot prove what the client kept.
+		s.log.InfoContext(r.Context(), "stream ended early", append(attrs, "bytes", sent, "err", err)...)
+		return
+	}
+	s.log.InfoContext(r.Context(), "streamed", append(attrs, "bytes", sent)...)
+}
+
+func (s *Server) refund(r *http.Request, g *ledger.Grant, cause error, attrs []any) {
+	if err := s.Ledger.Refund(r.Context(), g.ID); err != nil {
+		s.log.ErrorContext(r.Context(), "refund failed", append(attrs, "cause", cause, "err", err)...)
+		return
+	}
+	s.metrics.refunds.Inc()
+	s.log.WarnContext(r.Context(), "storage failed before the first byte; claim refunded", append(attrs, "err", cause)...)
+}
+
+// objectHeaders sets the representation headers of o (SPEC §3 step 5).
+func (s *Server) objectHeaders(w http.ResponseWriter, o ledger.Object, filename string) {
+	h := w.Header()
+	ct := o.ContentType
+	if ct == "" || strings.ContainsAny(ct, "\r\n") {
+		ct = "application/octet-stream"
+	}
+	h.Set("Content-Type", ct)
+	h.Set("Content-Length", strconv.FormatInt(o.Size, 10))
+	if o.ETag != "" && !strings.ContainsAny(o.ETag, "\r\n") {
+		h.Set("ETag", o.ETag)
+	}
+	if !o.LastModified.IsZero() {
+		h.Set("Last-Modified", o.LastModified.UTC().Format(http.TimeFormat))
+	}
+	if filename == "" {
+		filename = o.Key
+	}
+	h.Set("Content-Disposition", ContentDisposition(filename))
+}
+
+func versionOf(o ledger.Object) storage.Version {
+	return storage.Version{Bucket: o.Bucket, Key: o.Key, VersionID: o.VersionID, Size: o.Size,
+		ETag: o.ETag, ContentType: o.ContentType, LastModified: o.LastModified}
+}
+
+// clientDescriptor is the grant's short, secret-free note of who claimed:
+// the peer address and the first words of the User-Agent.
+func clientDescriptor(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ua := strings.Map(func(c rune) rune {
+		if c < 0x20 || c > 0x7e {
+			return -1
+		}
+		return c
+	}, r.UserAgent())
+	if len(ua) > 120 {
+		ua = ua[:120]
+	}
+	return host + " " + ua
+}
+
+var errShortBody = errors.New("gateway: object shorter than its recorded size")
+
+// now is the server clock in the ledger's precision.
+func (s *Server) now() time.Time { return ledger.Micro(s.Now()) }

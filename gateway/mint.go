@@ -1,0 +1,142 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/sessions"
+	"github.com/dlgate/dlgate/token"
+)
+
+// sessionBody is the JSON of a minted session (SPEC §3). Every field comes
+// from the stored session row, so a replay answers the identical body.
+type sessionBody struct {
+	SessionURL     string        `json:"session_url"`
+	SessionID      string        `json:"session_id"`
+	ExpiresAt      string        `json:"expires_at"`
+	ByteBudget     int64         `json:"byte_budget"`
+	MaxConcurrency int           `json:"max_concurrency"`
+	Object         sessionObject `json:"object"`
+}
+
+type sessionObject struct {
+	Size        int64  `json:"size"`
+	ETag        string `json:"etag"`
+	ContentType string `json:"content_type"`
+	Filename    string `json:"filename"`
+}
+
+func (s *Server) sessionURL(id string) string {
+	return s.PublicURL + "/s/" + token.Derive(s.Secret, token.Session, id)
+}
+
+func (s *Server) sessionBody(x *ledger.Session) sessionBody {
+	return sessionBody{
+		SessionURL: s.sessionURL(x.ID), SessionID: x.ID,
+		ExpiresAt: rfc3339(x.ExpiresAt), ByteBudget: x.ByteBudget, MaxConcurrency: x.MaxConcurrency,
+		Object: sessionObject{Size: x.Object.Size, ETag: x.Object.ETag, ContentType: x.Object.ContentType,
+			Filename: cleanFilename(firstNonEmpty(x.Filename, x.Object.Key))},
+	}
+}
+
+// handleMint serves POST /d/{token}/sessions: one claim, one session,
+// whatever the link's delivery mode.
+func (s *Server) handleMint(w http.ResponseWriter, r *http.Request) {
+	tok, ok := s.pathToken(w, r, probLinkUnavailable)
+	if !ok {
+		return
+	}
+	key := r.Header.Get("Idempotency-Key")
+	if _, present := r.Header["Idempotency-Key"]; present && !validIdempotencyKey(key) {
+		writeProblem(w, r, probBadRequest, "Idempotency-Key must be 1 to 255 visible ASCII characters.")
+		return
+	}
+	l, account, ok := s.lookupLink(w, r, tok)
+	if !ok {
+		return
+	}
+	s.mintAndAnswer(w, r, l, account, key, false)
+}
+
+// mintAndAnswer claims and mints a session for l, then answers 201/200
+// with its JSON, or 303 to it when redirect is set (GET on a link with
+// delivery `session`).
+func (s *Server) mintAndAnswer(w http.ResponseWriter, r *http.Request, l *ledger.Link, account, key string, redirect bool) {
+	attrs := []any{"link_id", l.ID}
+	if r.Context().Err() != nil {
+		return
+	}
+	id := uuid.Must(uuid.NewV7()).String()
+	ttl, budget, slots := sessionsDefaults(l, s).Resolve(l.Object.Size)
+	x, created, err := s.Ledger.MintSession(r.Context(), ledger.MintRequest{
+		Claim:          ledger.ClaimRequest{LinkID: l.ID, AccountID: account, Client: clientDescriptor(r)},
+		SessionID:      id,
+		TokenHash:      token.Hash(token.Derive(s.Secret, token.Session, id)),
+		ByteBudget:     budget,
+		MaxConcurrency: slots,
+		ExpiresAt:      sessions.SessionExpiry(s.now(), l.ExpiresAt, ttl),
+		IdempotencyKey: key,
+	})
+	if err != nil {
+		s.metrics.claims.WithLabelValues(ledger.KindSession, reasonOf(err)).Inc()
+		s.fail(w, r, err, probLinkUnavailable, attrs...)
+		return
+	}
+	attrs = append(attrs, "session_id", x.ID, "grant_id", x.GrantID)
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		s.metrics.claims.WithLabelValues(ledger.KindSession, "granted").Inc()
+		s.metrics.sessions.WithLabelValues("created").Inc()
+		s.log.InfoContext(r.Context(), "session minted", attrs...)
+	} else {
+		s.metrics.sessions.WithLabelValues("replayed").Inc()
+		s.log.InfoContext(r.Context(), "session replayed for idempotency key", attrs...)
+	}
+	body := s.sessionBody(x)
+	if redirect {
+		// RFC 9110 §15.4.4: 303 makes every client follow with a GET.
+		w.Header().Set("Location", body.SessionURL)
+		status = http.StatusSeeOther
+	}
+	writeJSON(w, status, body)
+}
+
+// validIdempotencyKey: 1–255 visible ASCII characters (SPEC §3).
+func validIdempotencyKey(k string) bool {
+	if len(k) < 1 || len(k) > 255 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v) //nolint:errcheck // the client is gone
+}
+
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// sessionsDefaults layers the link's session settings over the gateway's.
+func sessionsDefaults(l *ledger.Link, s *Server) sessions.Defaults {
+	return sessions.Defaults{TTL: l.Session.TTL, ByteBudget: l.Session.ByteBudget, MaxConcurrency: l.Session.MaxConcurrency}.Or(s.Defaults)
+}

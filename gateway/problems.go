@@ -1,0 +1,127 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/storage"
+)
+
+// ProblemBase prefixes every problem type URI (RFC 9457 §3.1.1). The last
+// path segment is the stable part clients match on.
+const ProblemBase = "https://dlgate.dev/problems/"
+
+// problem is one kind of error answer: status, type and title are fixed
+// per kind so clients can rely on them; detail may vary.
+type problem struct {
+	Status int
+	Type   string
+	Title  string
+}
+
+// The public and admin error answers, all in one place.
+var (
+	probLinkUnavailable      = problem{http.StatusNotFound, "link-unavailable", "This link is not available"}
+	probSessionUnavailable   = problem{http.StatusNotFound, "session-unavailable", "This transfer session is not available"}
+	probNotFound             = problem{http.StatusNotFound, "not-found", "Not found"}
+	probMethodNotAllowed     = problem{http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed"}
+	probRangeRequiresSession = problem{http.StatusRequestedRangeNotSatisfiable, "range-requires-session", "Range requests need a transfer session"}
+	probRangeNotSatisfiable  = problem{http.StatusRequestedRangeNotSatisfiable, "range-not-satisfiable", "Range not satisfiable"}
+	probAuthRequired         = problem{http.StatusUnauthorized, "authentication-required", "Authentication required"}
+	probAdminUnauthorized    = problem{http.StatusUnauthorized, "unauthorized", "A valid admin bearer token is required"}
+	probBudgetExhausted      = problem{http.StatusForbidden, "byte-budget-exhausted", "The session's byte budget is spent"}
+	probTooManyRequests      = problem{http.StatusTooManyRequests, "too-many-concurrent-requests", "Too many concurrent requests for this session"}
+	probBadRequest           = problem{http.StatusBadRequest, "bad-request", "Bad request"}
+	probInvalidKey           = problem{http.StatusBadRequest, "invalid-key", "Invalid object key"}
+	probObjectNotFound       = problem{http.StatusUnprocessableEntity, "object-not-found", "The object does not exist"}
+	probConflict             = problem{http.StatusConflict, "idempotency-conflict", "The idempotency key was used for a different request"}
+	probStorageUnavailable   = problem{http.StatusBadGateway, "storage-unavailable", "The object store failed"}
+	probStorageTimeout       = problem{http.StatusServiceUnavailable, "storage-timeout", "The object store did not answer in time"}
+	probDatabaseUnavailable  = problem{http.StatusServiceUnavailable, "database-unavailable", "The database is unavailable"}
+	probInternal             = problem{http.StatusInternalServerError, "internal-error", "Internal server error"}
+)
+
+// errorTable maps domain errors to answers, first match wins. Refusals
+// are not here: each route answers them with its own generic 404.
+var errorTable = []struct {
+	err error
+	p   problem
+}{
+	{ledger.ErrBudgetExhausted, probBudgetExhausted},
+	{ledger.ErrNoSlot, probTooManyRequests},
+	{ledger.ErrConflict, probConflict},
+	{ledger.ErrInvalid, probBadRequest},
+	{ledger.ErrAmbiguous, probDatabaseUnavailable},
+	{ledger.ErrUnavailable, probDatabaseUnavailable},
+	{storage.ErrInvalidKey, probInvalidKey},
+	{storage.ErrTimeout, probStorageTimeout},
+	{storage.ErrNotFound, probStorageUnavailable}, // a pinned version vanished: the store broke its promise
+	{storage.ErrChanged, probStorageUnavailable},
+	{storage.ErrUnavailable, probStorageUnavailable},
+}
+
+// problemFor returns the answer for err; unknown errors are a 500.
+func problemFor(err error) (problem, bool) {
+	for _, e := range errorTable {
+		if errors.Is(err, e.err) {
+			return e.p, true
+		}
+	}
+	return probInternal, false
+}
+
+type problemBody struct {
+	Type      string `json:"type"`
+	Title     string `json:"title"`
+	Status    int    `json:"status"`
+	Detail    string `json:"detail,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// writeProblem sends p as application/problem+json. detail is written by
+// us, never err.Error(): error strings can carry paths, hosts or SQL.
+func writeProblem(w http.ResponseWriter, r *http.Request, p problem, detail string) {
+	h := w.Header()
+	for _, k := range []string{"Content-Disposition", "Content-Range", "ETag", "Last-Modified", "Content-Encoding"} {
+		h.Del(k)
+	}
+	h.Set("Content-Type", "application/problem+json")
+	body, _ := json.Marshal(problemBody{Type: ProblemBase + p.Type, Title: p.Title, Status: p.Status, Detail: detail, RequestID: requestID(r)})
+	h.Set("Content-Length", strconv.Itoa(len(body)+1))
+	w.WriteHeader(p.Status)
+	if r.Method != http.MethodHead {
+		w.Write(append(body, '\n')) //nolint:errcheck // the client is gone
+	}
+}
+
+// fail answers err: refusals and not-found become notFound (the route's
+// generic 404), known errors their table entry, anything else a logged
+// 500 with the request id.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, notFound problem, attrs ...any) {
+	if errors.Is(err, ledger.ErrRefused) || errors.Is(err, ledger.ErrNotFound) {
+		s.log.DebugContext(r.Context(), "refused", append(attrs, "reason", reasonOf(err))...)
+		writeProblem(w, r, notFound, "")
+		return
+	}
+	p, known := problemFor(err)
+	level := slog.LevelWarn
+	if !known {
+		level = slog.LevelError
+	}
+	s.log.Log(r.Context(), level, "request failed", append(attrs, "status", p.Status, "err", err)...)
+	writeProblem(w, r, p, "")
+}
+
+func reasonOf(err error) string {
+	if r := ledger.ReasonOf(err); r != "" {
+		return string(r)
+	}
+	if errors.Is(err, ledger.ErrNotFound) {
+		return string(ledger.ReasonUnknown)
+	}
+	return "error"
+}

@@ -1,0 +1,246 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore"
+	"github.com/dlgate/dlgate/sessions"
+	"github.com/dlgate/dlgate/token"
+)
+
+// handleSession serves GET and HEAD /s/{token}: the session's pinned
+// object version, whole or in ranges, under its byte budget and its
+// concurrency cap (SPEC §3).
+func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
+	tok, ok := s.pathToken(w, r, probSessionUnavailable)
+	if !ok {
+		return
+	}
+	account, err := s.Auth.Authenticate(r)
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		writeProblem(w, r, probAuthRequired, "")
+		return
+	}
+	x, err := s.Ledger.SessionByTokenHash(r.Context(), token.Hash(tok))
+	if err != nil {
+		s.fail(w, r, err, probSessionUnavailable)
+		return
+	}
+	attrs := []any{"session_id", x.ID, "link_id", x.LinkID}
+	if reason := sqlcore.SessionReason(x, s.now()); reason != "" {
+		s.fail(w, r, ledger.Refused(reason), probSessionUnavailable, attrs...)
+		return
+	}
+	if x.AccountID != "" && account != x.AccountID {
+		if account == "" {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			writeProblem(w, r, probAuthRequired, "")
+			return
+		}
+		s.fail(w, r, ledger.Refused(ledger.ReasonWrongAccount), probSessionUnavailable, attrs...)
+		return
+	}
+
+	size := x.Object.Size
+	var ranges []sessions.Range
+	// RFC 9110 §13.1.5: If-Range only matters alongside Range; a validator
+	// that does not match means "send me the whole thing".
+	if rh := r.Header.Get("Range"); rh != "" && sessions.IfRangeAllows(r.Header.Get("If-Range"), x.Object.ETag, x.Object.LastModified) {
+		ranges, err = sessions.ParseRange(rh, size)
+		switch {
+		case errors.Is(err, sessions.ErrMalformed):
+			ranges = nil // RFC 9110 §14.2: a server MAY ignore an invalid Range; we serve 200
+		case err != nil:
+			w.Header().Set("Content-Range", sessions.UnsatisfiableContentRange(size))
+			w.Header().Set("Accept-Ranges", "bytes")
+			writeProblem(w, r, probRangeNotSatisfiable, "")
+			return
+		}
+	}
+
+	s.objectHeaders(w, x.Object, x.Filename)
+	h := w.Header()
+	h.Set("Accept-Ranges", "bytes")
+	status := http.StatusOK
+	var mp *sessions.Multipart
+	switch len(ranges) {
+	case 0:
+		ranges = []sessions.Range{{Start: 0, Length: size}}
+	case 1:
+		status = http.StatusPartialContent
+		h.Set("Content-Range", ranges[0].ContentRange(size))
+		h.Set("Content-Length", strconv.FormatInt(ranges[0].Length, 10))
+	default:
+		status = http.StatusPartialContent
+		mp = sessions.NewMultipart(ranges, size, x.Object.ContentType, sessions.RandomBoundary())
+		h.Set("Content-Type", mp.ContentType())
+		h.Set("Content-Length", strconv.FormatInt(mp.ContentLength(), 10))
+	}
+	if r.Method == http.MethodHead {
+		w.WriteHeader(status)
+		return
+	}
+	s.serveRanges(w, r, x, ranges, mp, status, attrs)
+}
+
+// serveRanges holds a concurrency slot and streams the planned ranges,
+// drawing byte budget chunk by chunk and returning what it did not send.
+func (s *Server) serveRanges(w http.ResponseWriter, r *http.Request, x *ledger.Session, ranges []sessions.Range, mp *sessions.Multipart, status int, attrs []any) {
+	holder := uuid.Must(uuid.NewV7()).String()
+	if err := s.Ledger.AcquireSlot(r.Context(), x.ID, holder, s.SlotLease); err != nil {
+		if errors.Is(err, ledger.ErrNoSlot) {
+			w.Header().Set("Retry-After", "1")
+		}
+		s.fail(w, r, err, probSessionUnavailable, attrs...)
+		return
+	}
+	detached := context.WithoutCancel(r.Context())
+	defer func() {
+		if err := s.Ledger.ReleaseSlot(detached, x.ID, holder); err != nil {
+			s.log.WarnContext(r.Context(), "slot release failed; the lease will lapse", append(attrs, "err", err)...)
+		}
+	}()
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	go s.renewLease(ctx, cancel, x.ID, holder)
+
+	tap := &budgetTap{s: s, ctx: ctx, sessionID: x.ID}
+	for _, rg := range ranges {
+		tap.left += rg.Length
+	}
+	defer func() {
+		if tap.have > 0 {
+			if err := s.Ledger.ReturnBytes(detached, x.ID, tap.have); err != nil {
+				s.log.WarnContext(r.Context(), "budget return failed", append(attrs, "bytes", tap.have, "err", err)...)
+			}
+		}
+	}()
+	if tap.left > 0 {
+		// Draw before the status line: when nothing at all can be sent the
+		// answer is still a clean 403 (or 404 for a session that died).
+		if err := tap.ensure(); err != nil {
+			s.fail(w, r, err, probSessionUnavailable, attrs...)
+			return
+		}
+	}
+	v := versionOf(x.Object)
+	body, err := s.Store.Open(ctx, v, ranges[0].Start, ranges[0].Length)
+	if err != nil {
+		s.fail(w, r, err, probSessionUnavailable, attrs...)
+		return
+	}
+	w.WriteHeader(status)
+	s.metrics.streaming.Inc()
+	defer s.metrics.streaming.Dec()
+	rc := http.NewResponseController(w)
+	for i, rg := range ranges {
+		if i > 0 {
+			if body, err = s.Store.Open(ctx, v, rg.Start, rg.Length); err != nil {
+				break
+			}
+		}
+		if mp != nil {
+			if _, err = w.Write(mp.PartHeader(i)); err != nil {
+				body.Close()
+				break
+			}
+		}
+		err = tap.copy(w, rc, body, rg.Length)
+		body.Close()
+		if err != nil {
+			break
+		}
+	}
+	if err == nil && mp != nil {
+		_, err = w.Write(mp.Closing())
+	}
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			err = cause
+		}
+		// The response ends here, short of its Content-Length: the client
+		// sees a truncated body and can resume within the session.
+		s.log.InfoContext(r.Context(), "session response ended early", append(attrs, "bytes", tap.sent, "err", err)...)
+		return
+	}
+	s.log.InfoContext(r.Context(), "session bytes sent", append(attrs, "bytes", tap.sent, "status", status)...)
+}
+
+var errLeaseLost = errors.New("gateway: concurrency slot lease lost")
+
+// renewLease keeps the slot leased while the response streams; a lease
+// that cannot be renewed stops the response, since another request may
+// already hold the slot.
+func (s *Server) renewLease(ctx context.Context, cancel context.CancelCauseFunc, sessionID, holder string) {
+	t := time.NewTicker(s.SlotLease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			err := s.Ledger.RenewSlot(ctx, sessionID, holder, s.SlotLease)
+			if errors.Is(err, ledger.ErrNotFound) {
+				cancel(errLeaseLost)
+				return
+			}
+			if err != nil && ctx.Err() == nil {
+				s.log.WarnContext(ctx, "lease renewal failed; retrying", "session_id", sessionID, "err", err)
+			}
+		}
+	}
+}
+
+// budgetTap draws the session's byte budget in chunks as bytes go out.
+// have is drawn but not yet sent; left is what this response still has
+// to send, so a draw never asks for more than the response can use.
+type budgetTap struct {
+	s         *Server
+	ctx       context.Context
+	sessionID string
+	have      int64
+	left      int64
+	sent      int64
+}
+
+func (b *budgetTap) ensure() error {
+	if b.have > 0 {
+		return nil
+	}
+	got, err := b.s.Ledger.DrawBytes(b.ctx, b.sessionID, sessions.NextChunk(b.left, b.s.Chunk))
+	if err != nil {
+		return err
+	}
+	b.s.metrics.budgetDraw.Inc()
+	b.have = got
+	return nil
+}
+
+func (b *budgetTap) copy(w http.ResponseWriter, rc *http.ResponseController, body io.Reader, n int64) error {
+	for n > 0 {
+		if err := b.ctx.Err(); err != nil {
+			return err
+		}
+		if err := b.ensure(); err != nil {
+			return err
+		}
+		k, err := b.s.copyN(w, rc, body, min(n, b.have))
+		b.have -= k
+		b.left -= k
+		b.sent += k
+		n -= k
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

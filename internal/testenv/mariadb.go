@@ -1,0 +1,200 @@
+package testenv
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql" // the admin connection and NewDatabase
+)
+
+const whatMariaDB = "MariaDB (mariadbd and mariadb-install-db, Debian package mariadb-server)"
+
+// MariaDB is a private mariadbd with its own data directory, reachable over
+// TCP on Addr as user root with an empty password. Grant tables are on, so
+// tests may create users with passwords and check authentication failures.
+type MariaDB struct {
+	// Addr is "127.0.0.1:PORT".
+	Addr string
+
+	dir    string
+	proc   *process
+	admin  *sql.DB
+	shared bool
+	once   sync.Once
+}
+
+// StartMariaDB starts a private MariaDB for tb and stops it, removing its
+// data, in tb.Cleanup. It takes about a second. A missing or broken MariaDB
+// installation stops the test through Require.
+func StartMariaDB(tb testing.TB) *MariaDB {
+	tb.Helper()
+	m, err := startMariaDB()
+	Require(tb, whatMariaDB, err)
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Logf("testenv: MariaDB log tail (%s):\n%s", m.Addr, logTail(m.proc.logPath, 15))
+		}
+		m.shutdown()
+	})
+	return m
+}
+
+// SharedMariaDB returns the MariaDB shared by all tests of this test binary,
+// starting it on first use. Tests isolate themselves with NewDatabase. The
+// package's TestMain must call Main, which stops the server.
+func SharedMariaDB(tb testing.TB) *MariaDB {
+	tb.Helper()
+	requireMain(tb, "SharedMariaDB")
+	m, err := sharedDB.get(func() (*MariaDB, error) {
+		m, err := startMariaDB()
+		if m != nil {
+			m.shared = true
+		}
+		return m, err
+	})
+	Require(tb, whatMariaDB, err)
+	return m
+}
+
+// DSN returns the go-sql-driver DSN for database db as root, without
+// parameters, the way an operator would write GATEWAY_DB_DSN.
+func (m *MariaDB) DSN(db string) string {
+	return fmt.Sprintf("root@tcp(%s)/%s", m.Addr, db)
+}
+
+// NewDatabase creates a database with a fresh name, derived from the test's
+// name, and returns its DSN (see DSN). The database is not dropped: it dies
+// with the server, and dropping it could block on connections the test has
+// not closed yet.
+func (m *MariaDB) NewDatabase(tb testing.TB) string {
+	tb.Helper()
+	name := uniqueName(tb, '_', 64)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := m.admin.ExecContext(ctx, "CREATE DATABASE `"+name+"`"); err != nil {
+		tb.Fatalf("testenv: create database %s on %s: %v", name, m.Addr, err)
+	}
+	return m.DSN(name)
+}
+
+// Stop shuts a private server down early, for example to test how the
+// gateway behaves when its database disappears. It is idempotent, and the
+// Cleanup registered by StartMariaDB still removes the data afterwards. A
+// shared server cannot be stopped by a test; Stop panics on one.
+func (m *MariaDB) Stop() {
+	if m.shared {
+		panic("testenv: Stop on the shared MariaDB; use StartMariaDB for a server a test may stop")
+	}
+	_ = m.admin.Close()
+	m.proc.stop(30 * time.Second)
+}
+
+// shutdown stops the server and removes its directory, once.
+func (m *MariaDB) shutdown() {
+	m.once.Do(func() {
+		_ = m.admin.Close()
+		m.proc.stop(30 * time.Second)
+		_ = os.RemoveAll(m.dir)
+	})
+}
+
+// mariadbdArgs are the server options shared by bootstrap and run. InnoDB is
+// kept small because several test binaries run servers side by side; native
+// AIO is off because parallel servers can exhaust fs.aio-max-nr and
+// containers often forbid io_uring. utf8mb4 mirrors Debian's packaged
+// configuration, which --no-defaults skips.
+var mariadbdArgs = []string{
+	"--innodb-buffer-pool-size=64M",
+	"--innodb-log-file-size=16M",
+	"--innodb-use-native-aio=0",
+	"--skip-log-bin",
+	"--character-set-server=utf8mb4",
+	"--collation-server=utf8mb4_general_ci",
+	"--skip-name-resolve",
+}
+
+func startMariaDB() (*MariaDB, error) {
+	mariadbd, err := FindBinary("mariadbd")
+	if err != nil {
+		return nil, err
+	}
+	installDB, err := FindBinary("mariadb-install-db")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := mkServerDir(tempParent(), "dlgate-mariadb-")
+	if err != nil {
+		return nil, err
+	}
+	m, err := bootMariaDB(dir, mariadbd, installDB)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return m, nil
+}
+
+func bootMariaDB(dir, mariadbd, installDB string) (*MariaDB, error) {
+	template, err := mariadbTemplate(mariadbd, installDB)
+	if err != nil {
+		return nil, err
+	}
+	datadir := filepath.Join(dir, "data")
+	if err := copyTree(template, datadir); err != nil {
+		return nil, fmt.Errorf("copy MariaDB template datadir: %w", err)
+	}
+
+	logPath := filepath.Join(dir, "mariadbd.log")
+	var lastErr error
+	for range 3 {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		args := append([]string{
+			"--no-defaults",
+			"--datadir=" + datadir,
+			"--socket=" + filepath.Join(dir, "mysqld.sock"),
+			"--pid-file=" + filepath.Join(dir, "mysqld.pid"),
+			"--tmpdir=" + dir,
+			"--port=" + strconv.Itoa(port),
+			"--bind-address=127.0.0.1",
+			"--max-connections=500",
+			"--innodb-lock-wait-timeout=10",
+			"--innodb-flush-log-at-trx-commit=2",
+		}, asUser()...)
+		args = append(args, mariadbdArgs...)
+		p, err := startProcess(logPath, mariadbd, args...)
+		if err != nil {
+			return nil, err
+		}
+		admin, err := sql.Open("mysql", "root@tcp("+addr+")/?timeout=2s")
+		if err != nil {
+			p.stop(10 * time.Second)
+			return nil, err
+		}
+		admin.SetMaxOpenConns(4)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err = p.waitReady(ctx, admin.PingContext)
+		cancel()
+		if err == nil {
+			return &MariaDB{Addr: addr, dir: dir, proc: p, admin: admin}, nil
+		}
+		_ = admin.Close()
+		p.stop(10 * time.Second)
+		lastErr = withLog(fmt.Errorf("mariadbd on %s: %w", addr, err), logPath)
+		if !errors.Is(err, errExited) || !bindConflict(logPath) {
+			break
+		}
+	}
+	return nil, lastErr
+}

@@ -1,0 +1,285 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+const whatS3 = "versitygw (S3 server, installed into ./bin by `go install`)"
+
+// S3 is a private versitygw serving a posix directory, with bucket versioning
+// available. Clients must use path-style addressing.
+type S3 struct {
+	Endpoint  string // "http://127.0.0.1:PORT"
+	Region    string // "us-east-1"
+	AccessKey string
+	SecretKey string
+
+	bin     string
+	addr    string
+	dir     string
+	logPath string
+	shared  bool
+
+	mu       sync.Mutex // guards proc and closed
+	proc     *process
+	closed   bool
+	shutOnce sync.Once
+
+	client func() *s3.Client
+}
+
+// StartS3 starts a private versitygw for tb on a free port, with random
+// credentials, and stops it, removing its data, in tb.Cleanup. A missing
+// versitygw stops the test through Require.
+func StartS3(tb testing.TB) *S3 {
+	tb.Helper()
+	s, err := startS3()
+	Require(tb, whatS3, err)
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Logf("testenv: versitygw log tail (%s):\n%s", s.Endpoint, logTail(s.logPath, 15))
+		}
+		s.shutdown()
+	})
+	return s
+}
+
+// SharedS3 returns the versitygw shared by all tests of this test binary,
+// starting it on first use. Tests isolate themselves with NewBucket. The
+// package's TestMain must call Main, which stops the server. Tests that stop
+// or restart the server must use StartS3 instead.
+func SharedS3(tb testing.TB) *S3 {
+	tb.Helper()
+	requireMain(tb, "SharedS3")
+	s, err := sharedS3.get(func() (*S3, error) {
+		s, err := startS3()
+		if s != nil {
+			s.shared = true
+		}
+		return s, err
+	})
+	Require(tb, whatS3, err)
+	return s
+}
+
+// Client returns an S3 client for this server: path-style addressing, static
+// credentials, region us-east-1. The same client keeps working across
+// Stop and Restart, since the endpoint does not change.
+func (s *S3) Client() *s3.Client { return s.client() }
+
+func (s *S3) newClient() *s3.Client {
+	return s3.New(s3.Options{
+		Region:       s.Region,
+		BaseEndpoint: aws.String(s.Endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
+	})
+}
+
+// NewBucket creates a bucket with a fresh name, derived from the test's name,
+// and returns the name. With versioned, versioning is enabled on it, so every
+// PUT makes a new version with its own VersionId. The bucket is not deleted:
+// it dies with the server.
+func (s *S3) NewBucket(tb testing.TB, versioned bool) string {
+	tb.Helper()
+	name := uniqueName(tb, '-', 63)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := s.Client()
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		tb.Fatalf("testenv: create bucket %s on %s: %v", name, s.Endpoint, err)
+	}
+	if versioned {
+		_, err := c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{
+			Bucket:                  aws.String(name),
+			VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled},
+		})
+		if err != nil {
+			tb.Fatalf("testenv: enable versioning on bucket %s: %v", name, err)
+		}
+	}
+	return name
+}
+
+// Stop shuts the server down, as an outage would; its data stays for
+// Restart. It is idempotent. A shared server cannot be stopped by a test;
+// Stop panics on one.
+func (s *S3) Stop() {
+	if s.shared {
+		panic("testenv: Stop on the shared S3 server; use StartS3 for a server a test may stop")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.proc.stop(10 * time.Second)
+}
+
+// Restart starts the server again on the same port with the same data and
+// credentials, stopping it first if it is running. It fails the test when the
+// server does not come back (for example because another process took the
+// port meanwhile).
+func (s *S3) Restart(tb testing.TB) {
+	tb.Helper()
+	if s.shared {
+		tb.Fatalf("testenv: Restart on the shared S3 server; use StartS3 for a server a test may restart")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		tb.Fatalf("testenv: Restart after the S3 server was cleaned up")
+	}
+	s.proc.stop(10 * time.Second)
+	var err error
+	// The port was ours a moment ago; a brief conflict is worth waiting out.
+	for range 20 {
+		if err = s.launch(); err == nil {
+			return
+		}
+		if !errors.Is(err, errExited) || !bindConflict(s.logPath) {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	tb.Fatalf("testenv: restart versitygw on %s: %v", s.addr, err)
+}
+
+// shutdown stops the server for good and removes its directory, once.
+func (s *S3) shutdown() {
+	s.shutOnce.Do(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.closed = true
+		if s.proc != nil {
+			s.proc.stop(10 * time.Second)
+		}
+		_ = os.RemoveAll(s.dir)
+	})
+}
+
+func startS3() (*S3, error) {
+	bin, err := FindBinary("versitygw")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := xattrTempDir("dlgate-s3-")
+	if err != nil {
+		return nil, err
+	}
+	s := &S3{
+		Region:    "us-east-1",
+		AccessKey: "AK" + strings.ToUpper(randHex(9)),
+		SecretKey: randHex(20),
+		bin:       bin,
+		dir:       dir,
+		logPath:   filepath.Join(dir, "versitygw.log"),
+	}
+	s.client = sync.OnceValue(s.newClient)
+	for _, d := range []string{s.rootDir(), s.versionsDir()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	for range 3 {
+		var port int
+		if port, err = freePort(); err != nil {
+			break
+		}
+		s.addr = "127.0.0.1:" + strconv.Itoa(port)
+		s.Endpoint = "http://" + s.addr
+		if err = s.launch(); err == nil {
+			return s, nil
+		}
+		if !errors.Is(err, errExited) || !bindConflict(s.logPath) {
+			break
+		}
+	}
+	_ = os.RemoveAll(dir)
+	return nil, err
+}
+
+func (s *S3) rootDir() string     { return filepath.Join(s.dir, "root") }
+func (s *S3) versionsDir() string { return filepath.Join(s.dir, "versions") }
+
+// launch starts versitygw on s.addr and waits until it answers HTTP. The
+// caller holds s.mu or owns s exclusively.
+func (s *S3) launch() error {
+	p, err := startProcess(s.logPath, s.bin,
+		"--access", s.AccessKey,
+		"--secret", s.SecretKey,
+		"--region", s.Region,
+		"--port", s.addr,
+		"--quiet",
+		"posix",
+		"--versioning-dir", s.versionsDir(),
+		s.rootDir(),
+	)
+	if err != nil {
+		return err
+	}
+	hc := &http.Client{Timeout: 2 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = p.waitReady(ctx, func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Endpoint+"/", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		// Any HTTP answer (403 for an unsigned request) means it serves.
+		return resp.Body.Close()
+	})
+	if err != nil {
+		p.stop(10 * time.Second)
+		return withLog(fmt.Errorf("versitygw on %s: %w", s.addr, err), s.logPath)
+	}
+	s.proc = p
+	return nil
+}
+
+// xattrTempDir makes a temporary directory on a filesystem that stores user
+// extended attributes, which versitygw's posix backend requires. $TMPDIR may
+// be a tmpfs without them on older kernels, so /var/tmp and the repository's
+// bin/ (ignored by git) are fallbacks.
+func xattrTempDir(prefix string) (string, error) {
+	parents := []string{tempParent(), "/var/tmp"}
+	if root := RepoRoot(); root != "" {
+		parents = append(parents, filepath.Join(root, "bin", "tmp"))
+	}
+	var errs []error
+	for _, parent := range parents {
+		if err := os.MkdirAll(parent, 0o755); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		dir, err := mkServerDir(parent, prefix)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := probeXattr(dir); err != nil {
+			_ = os.RemoveAll(dir)
+			errs = append(errs, fmt.Errorf("%s: no user xattrs: %w", parent, err))
+			continue
+		}
+		return dir, nil
+	}
+	return "", fmt.Errorf("no temporary directory with extended attributes: %w", errors.Join(errs...))
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# install-deps.sh installs what the test suite runs against, and only what is
+# missing, so running it again is cheap:
+#   - Debian packages: mariadb-server (mariadbd, mariadb-install-db),
+#     mariadb-client, aria2, curl, wget — as root only; otherwise it lists
+#     what is missing and goes on (tests then skip, or fail under
+#     GATEWAY_TEST_STRICT=1);
+#   - versitygw (S3 server with versioning) into ./bin with `go install`.
+# Tests start private servers; the Debian MariaDB service is never used.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+VERSITYGW_VERSION="${VERSITYGW_VERSION:-v1.8.0}"
+
+log() { printf 'install-deps: %s\n' "$*" >&2; }
+
+# have FILE_OR_COMMAND: an absolute path must be executable; a bare name must
+# be on PATH. mariadbd is checked by path because /usr/sbin is not on every
+# user's PATH.
+have() {
+	case "$1" in
+	/*) [ -x "$1" ] ;;
+	*) command -v "$1" >/dev/null 2>&1 ;;
+	esac
+}
+
+missing_pkgs=()
+need() { # need PACKAGE CHECK...
+	local pkg="$1"
+	shift
+	for c in "$@"; do
+		if ! have "$c"; then
+			missing_pkgs+=("$pkg")
+			return
+		fi
+	done
+}
+need mariadb-server /usr/sbin/mariadbd /usr/bin/mariadb-install-db
+need mariadb-client /usr/bin/mariadb
+need aria2 aria2c
+need curl curl
+need wget wget
+
+if [ "${#missing_pkgs[@]}" -gt 0 ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		log "missing Debian packages: ${missing_pkgs[*]}"
+		log "not root, so not installing them; as root run: apt-get install -y --no-install-recommends ${missing_pkgs[*]}"
+		log "tests needing them will skip (or fail with GATEWAY_TEST_STRICT=1)"
+	elif ! have apt-get; then
+		log "missing packages ${missing_pkgs[*]} and no apt-get to install them with"
+	else
+		log "installing Debian packages: ${missing_pkgs[*]}"
+		# Keep the package's own MariaDB service from starting: the tests
+		# never use it, and it would hold port 3306 and memory for nothing.
+		# A policy-rc.d that already exists (as in Docker images) is left
+		# alone.
+		policy=/usr/sbin/policy-rc.d
+		if [ ! -e "$policy" ]; then
+			printf '#!/bin/sh\nexit 101\n' >"$policy"
+			chmod 0755 "$policy"
+			trap 'rm -f "$policy"' EXIT
+		fi
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update
+		apt-get install -y --no-install-recommends "${missing_pkgs[@]}"
+	fi
+fi
+
+# versitygw: reinstall when missing or of another version.
+vgw=bin/versitygw
+if [ -x "$vgw" ] && go version -m "$vgw" 2>/dev/null |
+	grep -Eq "^[[:space:]]+mod[[:space:]]+github.com/versity/versitygw[[:space:]]+${VERSITYGW_VERSION}[[:space:]]"; then
+	:
+else
+	if ! have go; then
+		log "go is not on PATH; cannot install versitygw ${VERSITYGW_VERSION}"
+		exit 1
+	fi
+	log "installing versitygw ${VERSITYGW_VERSION} into ./bin (takes a few minutes)"
+	mkdir -p bin
+	GOBIN="$PWD/bin" go install "github.com/versity/versitygw/cmd/versitygw@${VERSITYGW_VERSION}"
+fi
+
+log "ok"

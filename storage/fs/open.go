@@ -1,0 +1,115 @@
+package fs
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/dlgate/dlgate/storage"
+)
+
+// Open returns a reader of length bytes of version v from offset. The
+// reader implements storage.Filer and io.WriterTo, so copying it into an
+// http.ResponseWriter lets the kernel sendfile.
+//
+// Errors: storage.ErrInvalidKey; storage.ErrNotFound when the version does
+// not exist; storage.ErrChanged when its recorded size or ETag differ from
+// v, or its file no longer has the recorded size; storage.ErrTimeout,
+// storage.ErrUnavailable; a plain error when offset and length do not fit
+// in v.Size.
+func (s *Store) Open(ctx context.Context, v storage.Version, offset, length int64) (io.ReadCloser, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, translate("open", err)
+	}
+	obj, err := s.locate(v.Bucket, v.Key)
+	if err != nil {
+		return nil, err
+	}
+	if offset < 0 || length < 0 || offset > v.Size || length > v.Size-offset {
+		return nil, fmt.Errorf("fs open: range %d+%d outside a %d-byte object", offset, length, v.Size)
+	}
+	got, err := s.readMeta(obj, v.VersionID)
+	if err != nil {
+		return nil, err
+	}
+	if got.Size != v.Size || got.ETag != v.ETag {
+		return nil, fmt.Errorf("fs open: %w: have %d bytes %s, pinned %d bytes %s",
+			storage.ErrChanged, got.Size, got.ETag, v.Size, v.ETag)
+	}
+
+	f, err := s.root.OpenFile(obj.file(v.VersionID+dataSuffix), os.O_RDONLY, 0)
+	if err != nil {
+		return nil, translate("open", err)
+	}
+	if err := checkData(f, got.Size); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		f.Close()
+		return nil, translate("open seek", err)
+	}
+	return &reader{f: f, n: length}, nil
+}
+
+// checkData refuses a data file that is not a regular file of the recorded
+// size: a FIFO or device would hang or lie, a truncated file would send a
+// short body under a promised Content-Length.
+func checkData(f *os.File, size int64) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return translate("open stat", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("fs open: %w: %s is not a regular file", storage.ErrUnavailable, f.Name())
+	}
+	if fi.Size() != size {
+		return fmt.Errorf("fs open: %w: %s has %d bytes, metadata says %d", storage.ErrChanged, f.Name(), fi.Size(), size)
+	}
+	return nil
+}
+
+var (
+	_ storage.Filer = (*reader)(nil)
+	_ io.WriterTo   = (*reader)(nil)
+)
+
+// reader reads n bytes of f from its current offset.
+type reader struct {
+	f *os.File
+	n int64
+}
+
+// File returns the underlying file, positioned where the next Read would
+// start (the offset given to Open, until Read is called).
+func (r *reader) File() *os.File { return r.f }
+
+func (r *reader) Read(p []byte) (int, error) {
+	if r.n <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > r.n {
+		p = p[:r.n]
+	}
+	n, err := r.f.Read(p)
+	r.n -= int64(n)
+	if err == io.EOF && r.n > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// WriteTo hands w an io.LimitedReader over the *os.File, the shape that
+// (*net.TCPConn).ReadFrom and the HTTP response writer turn into sendfile.
+func (r *reader) WriteTo(w io.Writer) (int64, error) {
+	lr := &io.LimitedReader{R: r.f, N: r.n}
+	n, err := io.Copy(w, lr)
+	r.n = lr.N
+	if err == nil && r.n > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+func (r *reader) Close() error { return r.f.Close() }

@@ -1,0 +1,203 @@
+package fs
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	iofs "io/fs"
+	"path"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dlgate/dlgate/storage"
+)
+
+// copyBufSize is the fixed buffer a Put streams through; one per Put in
+// flight, recycled.
+const copyBufSize = 256 << 10
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
+
+// DefaultContentType is recorded when Put is given no content type.
+const DefaultContentType = "application/octet-stream"
+
+// Put streams body into a new version of key and makes it the current
+// one. size is the exact body length, or -1 when unknown; a body shorter
+// or longer than a known size is refused and leaves nothing behind. The
+// ETag is the quoted hex MD5 of the bytes, as S3 gives for a single-part
+// upload.
+//
+// Errors: storage.ErrInvalidKey; storage.ErrTimeout when ctx's deadline
+// passes; storage.ErrUnavailable on I/O errors; an error wrapping
+// io.ErrUnexpectedEOF when body ends before size bytes; the body's own read
+// error, wrapped.
+func (s *Store) Put(ctx context.Context, bucket, key string, body io.Reader, size int64, contentType string) (storage.Version, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.Version{}, translateWrite("put", err)
+	}
+	if size < -1 {
+		return storage.Version{}, fmt.Errorf("fs put: negative size %d", size)
+	}
+	obj, err := s.locate(bucket, key)
+	if err != nil {
+		return storage.Version{}, err
+	}
+	if contentType == "" {
+		contentType = DefaultContentType
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return storage.Version{}, fmt.Errorf("fs put: %w: version id: %w", storage.ErrUnavailable, err)
+	}
+	vid := id.String()
+	if err := s.makeDir(obj.dir); err != nil {
+		return storage.Version{}, translateWrite("put", err)
+	}
+
+	n, etag, err := s.writeData(ctx, obj, vid, body, size)
+	if err != nil {
+		return storage.Version{}, err
+	}
+	m := meta{
+		Bucket:       obj.bucket,
+		Key:          obj.key,
+		VersionID:    vid,
+		Size:         n,
+		ETag:         etag,
+		ContentType:  contentType,
+		LastModified: s.now().UTC().Truncate(timeResolution),
+	}
+	doc, err := json.Marshal(m)
+	if err != nil {
+		s.discard(obj, vid)
+		return storage.Version{}, fmt.Errorf("fs put: encode metadata: %w", err)
+	}
+	// Metadata lands before the pointer moves, so whoever reads the
+	// pointer finds a complete version.
+	if err := s.writeFileAtomic(obj.dir, vid+metaSuffix, doc); err != nil {
+		s.discard(obj, vid)
+		return storage.Version{}, translateWrite("put metadata", err)
+	}
+	if err := s.writeFileAtomic(obj.dir, currentFile, []byte(vid+"\n")); err != nil {
+		// When only the directory sync failed the pointer did move; the
+		// version is then live and must stay.
+		if cur, cerr := s.readCurrent(obj); cerr != nil || cur != vid {
+			s.discard(obj, vid)
+		}
+		return storage.Version{}, translateWrite("put pointer", err)
+	}
+	return m.version(), nil
+}
+
+// timeResolution matches S3 and HTTP dates, so that both stores report the
+// same LastModified and If-Range dates compare equal.
+const timeResolution = time.Second
+
+// writeData copies body into <vid>.data and returns its size and ETag.
+func (s *Store) writeData(ctx context.Context, obj object, vid string, body io.Reader, size int64) (int64, string, error) {
+	tmp, f, err := s.createTemp(obj.dir)
+	if err != nil {
+		return 0, "", translateWrite("put", err)
+	}
+	h := md5.New()
+	n, err := copyBody(ctx, f, h, body, size)
+	if err == nil {
+		err = translateWrite("put sync", f.Sync())
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = translateWrite("put close", cerr)
+	}
+	if err == nil {
+		err = translateWrite("put rename", s.root.Rename(tmp, obj.file(vid+dataSuffix)))
+	}
+	if err != nil {
+		_ = s.root.Remove(tmp)
+		return 0, "", err
+	}
+	if err := s.syncDir(obj.dir); err != nil {
+		s.discard(obj, vid)
+		return 0, "", translateWrite("put sync dir", err)
+	}
+	return n, `"` + hex.EncodeToString(h.Sum(nil)) + `"`, nil
+}
+
+// copyBody copies body to w and h through a fixed buffer, checking ctx
+// between reads and enforcing a known size in both directions.
+func copyBody(ctx context.Context, w io.Writer, h hash.Hash, body io.Reader, size int64) (int64, error) {
+	bufp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bufp)
+	buf := *bufp
+
+	src := body
+	if size >= 0 {
+		src = io.LimitReader(body, size)
+	}
+	var n int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return n, translateWrite("put", err)
+		}
+		nr, rerr := src.Read(buf)
+		if nr > 0 {
+			h.Write(buf[:nr])
+			if _, werr := w.Write(buf[:nr]); werr != nil {
+				return n, translateWrite("put write", werr)
+			}
+			n += int64(nr)
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return n, fmt.Errorf("fs put: reading body: %w", rerr)
+		}
+	}
+	if size < 0 {
+		return n, nil
+	}
+	if n < size {
+		return n, fmt.Errorf("fs put: body ended after %d of %d bytes: %w", n, size, io.ErrUnexpectedEOF)
+	}
+	// A longer body means the caller's size was wrong; storing a prefix
+	// would pin bytes nobody meant to upload.
+	var probe [1]byte
+	if nr, _ := io.ReadFull(body, probe[:]); nr > 0 {
+		return n, fmt.Errorf("fs put: body is longer than the declared %d bytes", size)
+	}
+	return n, nil
+}
+
+// makeDir creates obj's directory, making new directory entries durable
+// up to the root.
+func (s *Store) makeDir(dir string) error {
+	if _, err := s.root.Stat(dir); err == nil {
+		return nil
+	} else if !errors.Is(err, iofs.ErrNotExist) {
+		return err
+	}
+	if err := s.root.MkdirAll(dir, dirMode); err != nil {
+		return err
+	}
+	for d := path.Dir(dir); ; d = path.Dir(d) {
+		if err := s.syncDir(d); err != nil {
+			return err
+		}
+		if d == "." {
+			return nil
+		}
+	}
+}
+
+// discard removes the files of a version whose Put failed before the
+// pointer moved: nobody can know its id, so nothing is rewritten.
+func (s *Store) discard(obj object, vid string) {
+	_ = s.root.Remove(obj.file(vid + metaSuffix))
+	_ = s.root.Remove(obj.file(vid + dataSuffix))
+}
