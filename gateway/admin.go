@@ -369,6 +369,13 @@ func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
 	}
 	v, err := s.Store.Put(r.Context(), r.URL.Query().Get("bucket"), key, r.Body, size, ct)
 	if err != nil {
+		if _, known := problemFor(err); !known {
+			// Not a storage failure: the upload body itself was short,
+			// too long or broke off. Nothing was stored.
+			s.log.InfoContext(r.Context(), "upload refused", "key", key, "err", err)
+			writeProblem(w, r, probBadRequest, "The upload body did not match its declared length or broke off; nothing was stored.")
+			return
+		}
 		s.fail(w, r, err, probNotFound)
 		return
 	}

@@ -10,7 +10,7 @@ import (
 
 // ContentDisposition builds `attachment` with a safe filename (RFC 6266
 // §4.3): an ASCII fallback in filename="…" and, when the name is not plain
-// ASCII, the exact name in filename*=UTF-8''… (RFC 8187). Control
+// ASCII, the exact name in filename*=UTF-8”… (RFC 8187). Control
 // characters, quotes, backslashes and path separators never reach the
 // header, so a stored filename cannot inject headers or directories.
 func ContentDisposition(name string) string {

@@ -94,6 +94,9 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if c, ok := store.(io.Closer); ok {
+		defer c.Close()
+	}
 	pub, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)

@@ -1,8 +1,8 @@
 package ledgertest
 
 import (
-	"fmt"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
