@@ -54,6 +54,7 @@ const writeSlice = 1 << 20
 // It returns the body bytes written. A short body is an error.
 func (s *Server) copyBody(w http.ResponseWriter, body io.Reader, first []byte, n int64) (int64, error) {
 	rc := http.NewResponseController(w)
+	defer clearWriteDeadline(rc)
 	var sent int64
 	if len(first) > 0 {
 		rc.SetWriteDeadline(time.Now().Add(s.WriteTimeout)) //nolint:errcheck // unsupported writers just skip deadlines
@@ -114,3 +115,10 @@ func (s *Server) copyN(w http.ResponseWriter, rc *http.ResponseController, src i
 // writerOnly hides w's ReadFrom so io.CopyBuffer uses our pooled buffer
 // instead of allocating one per call.
 type writerOnly struct{ io.Writer }
+
+// clearWriteDeadline removes the per-write deadline when a response is
+// done, so the next request on a kept-alive connection does not inherit
+// a deadline that may already have passed.
+func clearWriteDeadline(rc *http.ResponseController) {
+	rc.SetWriteDeadline(time.Time{}) //nolint:errcheck // see copyBody
+}

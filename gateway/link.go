@@ -103,6 +103,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, l *ledger.Link, 
 		LinkID: l.ID, AccountID: account, Kind: ledger.KindStream, Client: clientDescriptor(r),
 	})
 	if err != nil {
+		if g != nil {
+			attrs = append(attrs, "grant_id", g.ID)
+		}
 		s.metrics.claims.WithLabelValues(ledger.KindStream, reasonOf(err)).Inc()
 		s.fail(w, r, err, probLinkUnavailable, attrs...)
 		return

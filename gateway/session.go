@@ -142,6 +142,7 @@ func (s *Server) serveRanges(w http.ResponseWriter, r *http.Request, x *ledger.S
 	s.metrics.streaming.Inc()
 	defer s.metrics.streaming.Dec()
 	rc := http.NewResponseController(w)
+	defer clearWriteDeadline(rc)
 	for i, rg := range ranges {
 		if i > 0 {
 			if body, err = s.Store.Open(ctx, v, rg.Start, rg.Length); err != nil {

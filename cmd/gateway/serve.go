@@ -132,10 +132,11 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	public := &http.Server{
 		Handler:           srv.PublicHandler(),
 		ReadHeaderTimeout: 10 * time.Second,
-		// Public requests carry no body worth waiting for; the response
-		// side has no global deadline so a slow reader of a large file can
-		// finish (the handler renews a per-write deadline instead).
-		ReadTimeout:    30 * time.Second,
+		// No ReadTimeout and no WriteTimeout: either would cut a slow
+		// reader of a large file (an expired read deadline even cancels
+		// the request context through net/http's background read). The
+		// handlers renew a per-write deadline instead, and public request
+		// bodies are tiny and size-limited.
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelDebug),

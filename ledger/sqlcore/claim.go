@@ -23,17 +23,21 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 
 // Claim spends one allowance and records the grant in one short
 // transaction. Errors: ErrRefused (errors.As *ledger.RefusedError for the
-// reason), ErrAmbiguous, ErrUnavailable.
+// reason), ErrAmbiguous (with the grant whose fate is unknown, for the
+// log), ErrUnavailable.
 func (s *DB) Claim(ctx context.Context, req ledger.ClaimRequest) (*ledger.Grant, error) {
 	now := s.now()
 	g := newGrant(req, now, "")
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		return s.claim(ctx, tx, g, now)
 	})
-	if errors.Is(err, errNoRow) {
+	switch {
+	case errors.Is(err, errNoRow):
 		return nil, s.refusal(ctx, req, now)
-	}
-	if err != nil {
+	case errors.Is(err, ledger.ErrAmbiguous):
+		// The grant may or may not exist: hand its id back for the log.
+		return g, err
+	case err != nil:
 		return nil, err
 	}
 	return g, nil
