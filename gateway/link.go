@@ -1,7 +1,7 @@
 package gateway
 
 import (
-	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -11,7 +11,6 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/dlgate/dlgate/ledger"
-	"github.com/dlgate/dlgate/ledger/sqlcore"
 	"github.com/dlgate/dlgate/storage"
 	"github.com/dlgate/dlgate/token"
 )
@@ -75,7 +74,7 @@ func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 	attrs := []any{"link_id", l.ID}
 	if r.Method == http.MethodHead {
 		// HEAD never claims: it reports what GET would do right now.
-		if reason := sqlcore.Explain(l, account, ledger.Micro(s.Now())); reason != "" {
+		if reason := l.Refusal(account, s.now()); reason != "" {
 			s.fail(w, r, ledger.Refused(reason), probLinkUnavailable, attrs...)
 			return
 		}
@@ -196,7 +195,9 @@ func clientDescriptor(r *http.Request) string {
 	return host + " " + ua
 }
 
-var errShortBody = errors.New("gateway: object shorter than its recorded size")
+// errShortBody is a store breaking its promise of the pinned size: a
+// storage failure (502), not an internal error.
+var errShortBody = fmt.Errorf("gateway: object shorter than its recorded size: %w", storage.ErrChanged)
 
 // now is the server clock in the ledger's precision.
 func (s *Server) now() time.Time { return ledger.Micro(s.Now()) }

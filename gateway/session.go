@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dlgate/dlgate/ledger"
-	"github.com/dlgate/dlgate/ledger/sqlcore"
 	"github.com/dlgate/dlgate/sessions"
 	"github.com/dlgate/dlgate/token"
 )
@@ -36,7 +35,7 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	attrs := []any{"session_id", x.ID, "link_id", x.LinkID}
-	if reason := sqlcore.SessionReason(x, s.now()); reason != "" {
+	if reason := x.Refusal(s.now()); reason != "" {
 		s.fail(w, r, ledger.Refused(reason), probSessionUnavailable, attrs...)
 		return
 	}

@@ -284,3 +284,31 @@ func (l *Link) Validate() error {
 	}
 	return nil
 }
+
+// Refusal says why l cannot be claimed by account at now, in the order
+// the claim's condition checks it, or "" when it can. It explains a
+// decision (logs, HEAD); it never makes one: only the claim does.
+func (l *Link) Refusal(account string, now time.Time) Reason {
+	switch {
+	case l.RevokedAt != nil:
+		return ReasonRevoked
+	case !l.ExpiresAt.After(now):
+		return ReasonExpired
+	case l.AccountID != "" && l.AccountID != account:
+		return ReasonWrongAccount
+	case l.Remaining <= 0:
+		return ReasonExhausted
+	}
+	return ""
+}
+
+// Refusal says why s cannot serve bytes at now, or "" when it can.
+func (s *Session) Refusal(now time.Time) Reason {
+	switch {
+	case s.RevokedAt != nil || s.LinkRevokedAt != nil:
+		return ReasonRevoked
+	case !s.ExpiresAt.After(now), s.EndedAt != nil:
+		return ReasonExpired
+	}
+	return ""
+}

@@ -39,7 +39,7 @@ func (s *DB) DrawBytes(ctx context.Context, sessionID string, want int64) (int64
 	if err != nil {
 		return 0, err
 	}
-	if r := SessionReason(x, now); r != "" {
+	if r := x.Refusal(now); r != "" {
 		return 0, ledger.Refused(r)
 	}
 	return 0, ledger.ErrBudgetExhausted
@@ -54,15 +54,4 @@ func (s *DB) ReturnBytes(ctx context.Context, sessionID string, n int64) error {
 	// even if a caller returned more than it drew.
 	_, err := s.exec(ctx, `UPDATE sessions SET bytes_drawn = CASE WHEN bytes_drawn > ? THEN bytes_drawn - ? ELSE 0 END WHERE id = ?`, n, n, sessionID)
 	return err
-}
-
-// SessionReason says why x cannot serve bytes at now, or "" when it can.
-func SessionReason(x *ledger.Session, now time.Time) ledger.Reason {
-	switch {
-	case x.RevokedAt != nil || x.LinkRevokedAt != nil:
-		return ledger.ReasonRevoked
-	case !x.ExpiresAt.After(now), x.EndedAt != nil:
-		return ledger.ReasonExpired
-	}
-	return ""
 }

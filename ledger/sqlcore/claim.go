@@ -85,23 +85,13 @@ func (s *DB) refusal(ctx context.Context, req ledger.ClaimRequest, now time.Time
 		// The refusal stands; only its explanation is missing.
 		return ledger.Refused(ledger.ReasonUnknown)
 	}
-	return ledger.Refused(Explain(l, req.AccountID, now))
-}
-
-// Explain says why l cannot be claimed by account at now, in the order the
-// claim's condition checks it. It returns "" when the link is claimable.
-func Explain(l *ledger.Link, account string, now time.Time) ledger.Reason {
-	switch {
-	case l.RevokedAt != nil:
-		return ledger.ReasonRevoked
-	case !l.ExpiresAt.After(now):
-		return ledger.ReasonExpired
-	case l.AccountID != "" && l.AccountID != account:
-		return ledger.ReasonWrongAccount
-	case l.Remaining <= 0:
-		return ledger.ReasonExhausted
+	r := l.Refusal(req.AccountID, now)
+	if r == "" {
+		// Claimable now, so it was the allowance that ran out at the
+		// decision and a top-up landed since.
+		r = ledger.ReasonExhausted
 	}
-	return ""
+	return ledger.Refused(r)
 }
 
 // Refund restores the allowance of a granted claim and marks its grant
