@@ -198,6 +198,9 @@ func (c *linksCommand) create(ctx context.Context, args []string) error {
 	if *asJSON {
 		return printJSON(c.main.Stdout, l)
 	}
+	// stdout stays just the URL for scripts; the id (for links show,
+	// revoke, top-up) goes to stderr.
+	fmt.Fprintf(c.main.Stderr, "link %s: %d downloads, expires %s\n", l.ID, l.Downloads, l.ExpiresAt.UTC().Format(time.RFC3339))
 	fmt.Fprintln(c.main.Stdout, l.URL)
 	return nil
 }

@@ -226,8 +226,11 @@ func TestLinksCreate(t *testing.T) {
 			if r.stdout != testURL+"\n" {
 				t.Errorf("stdout = %q, want the link URL", r.stdout)
 			}
-			if !strings.HasPrefix(r.stderr, tt.wantStderr) || (tt.wantStderr == "") != (r.stderr == "") {
-				t.Errorf("stderr = %q, want %q", r.stderr, tt.wantStderr)
+			// The upload note (if any) comes first, then the link's id line.
+			wantIDLine := "link 7b0c3c52-9a57-4a43-9d55-1f2f5f0b3c11: 3 downloads, expires 2030-01-02T03:04:05Z\n"
+			if !strings.HasPrefix(r.stderr, tt.wantStderr) || !strings.HasSuffix(r.stderr, wantIDLine) ||
+				len(r.stderr) < len(tt.wantStderr)+len(wantIDLine) {
+				t.Errorf("stderr = %q, want %q followed by %q", r.stderr, tt.wantStderr, wantIDLine)
 			}
 		})
 	}

@@ -126,7 +126,10 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	if newToken != "" {
 		fmt.Fprintf(stdout, "gateway: generated admin token (saved in %s): %s\n", cfg.DataDir, newToken)
 	}
-	fmt.Fprintf(stdout, "gateway: create a first link with: go run ./cmd/gateway links create ./some.file --downloads 3 --expires-in 24h\n")
+	if cfg.DBDriver == "sqlite" && cfg.Store == "fs" {
+		// Only the embedded default is someone's first run.
+		fmt.Fprintf(stdout, "gateway: create a first link with: go run ./cmd/gateway links create ./some.file --downloads 3 --expires-in 24h\n")
+	}
 	log.Info("starting", "config", cfg)
 
 	public := &http.Server{
