@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"mime"
 	"path"
 	"strings"
 	"unicode"
@@ -10,7 +9,7 @@ import (
 
 // ContentDisposition builds `attachment` with a safe filename (RFC 6266
 // §4.3): an ASCII fallback in filename="…" and, when the name is not plain
-// ASCII, the exact name in filename*=UTF-8”… (RFC 8187). Control
+// ASCII, the exact name in filename* as a UTF-8 ext-value (RFC 8187). Control
 // characters, quotes, backslashes and path separators never reach the
 // header, so a stored filename cannot inject headers or directories.
 func ContentDisposition(name string) string {
@@ -28,14 +27,11 @@ func ContentDisposition(name string) string {
 	}
 	v := `attachment; filename="` + ascii.String() + `"`
 	if !plain {
-		// mime.FormatMediaType percent-encodes per RFC 2231/8187.
-		if ext := mime.FormatMediaType("attachment", map[string]string{"filename*": name}); ext != "" {
-			if _, star, ok := strings.Cut(ext, "; "); ok {
-				v += "; " + star
-			}
-		} else {
-			v += "; filename*=UTF-8''" + pctEncode(name)
-		}
+		// Not mime.FormatMediaType: given "filename*" it writes
+		// "filename**=" for non-ASCII and a quoted string for ASCII names
+		// with quotes or percent signs, neither of them an RFC 8187
+		// ext-value, so clients fell back to the lossy ASCII name.
+		v += "; filename*=UTF-8''" + pctEncode(name)
 	}
 	return v
 }

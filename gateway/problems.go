@@ -87,6 +87,11 @@ type problemBody struct {
 func writeProblem(w http.ResponseWriter, r *http.Request, p problem, detail string) {
 	h := w.Header()
 	for _, k := range []string{"Content-Disposition", "Content-Range", "ETag", "Last-Modified", "Content-Encoding"} {
+		// RFC 9110 §15.5.17: a 416 carries "Content-Range: bytes */SIZE",
+		// set by the caller; it describes the representation, not this body.
+		if k == "Content-Range" && p.Status == http.StatusRequestedRangeNotSatisfiable {
+			continue
+		}
 		h.Del(k)
 	}
 	h.Set("Content-Type", "application/problem+json")
