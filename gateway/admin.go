@@ -25,8 +25,10 @@ import (
 func (s *Server) requireAdmin(h http.HandlerFunc) http.HandlerFunc {
 	want := []byte(s.AdminToken)
 	return func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || len(want) == 0 || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+		// RFC 9110 §11.1: the scheme name is case-insensitive.
+		scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || len(want) == 0 ||
+			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="admin"`)
 			writeProblem(w, r, probAdminUnauthorized, "")
 			return

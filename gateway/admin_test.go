@@ -464,3 +464,40 @@ func TestPutObjectRefusesInvalidKeys(t *testing.T) {
 		})
 	}
 }
+
+func TestAdminBearerSchemeIsCaseInsensitive(t *testing.T) {
+	h := MustHarness(t)
+	for _, scheme := range []string{"Bearer", "bearer", "BEARER"} {
+		req := mustRequest(t, http.MethodGet, h.Admin.URL+"/v1/links/00000000-0000-0000-0000-000000000000")
+		req.Header.Set("Authorization", scheme+" "+testAdminToken)
+		resp, body := mustDo(t, http.DefaultClient, req)
+		// Authorized: the unknown link is a 404, not a 401.
+		mustProblem(t, resp, body, http.StatusNotFound, "not-found")
+	}
+}
+
+func TestWrongMethodAnswers405WithAllow(t *testing.T) {
+	h := MustHarness(t)
+	tok := strings.Repeat("a", 43)
+	cases := []struct {
+		base, method, path, allow string
+	}{
+		{h.Public.URL, http.MethodPost, "/d/" + tok, "GET, HEAD"},
+		{h.Public.URL, http.MethodDelete, "/d/" + tok, "GET, HEAD"},
+		{h.Public.URL, http.MethodGet, "/d/" + tok + "/sessions", "POST"},
+		{h.Public.URL, http.MethodPut, "/s/" + tok, "GET, HEAD"},
+		{h.Admin.URL, http.MethodGet, "/v1/links", "POST"},
+		{h.Admin.URL, http.MethodPost, "/v1/sessions/x", "DELETE"},
+		{h.Admin.URL, http.MethodGet, "/v1/objects/a/b.txt", "PUT"},
+	}
+	for _, c := range cases {
+		resp, body := mustDo(t, http.DefaultClient, mustRequest(t, c.method, c.base+c.path))
+		mustProblem(t, resp, body, http.StatusMethodNotAllowed, "method-not-allowed")
+		if got := resp.Header.Get("Allow"); got != c.allow {
+			t.Errorf("%s %s: Allow = %q, want %q", c.method, c.path, got, c.allow)
+		}
+	}
+	if n := h.Ledger.Calls(""); n != 0 {
+		t.Errorf("405 answers made %d ledger calls", n)
+	}
+}

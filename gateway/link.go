@@ -63,8 +63,10 @@ func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 	// has a live session of this link.)
 	if r.Header.Get("Range") != "" {
 		w.Header().Set("Accept-Ranges", "none")
+		// The detail names the route, not this link's token: raw tokens
+		// never appear in error bodies (SPEC §2).
 		writeProblem(w, r, probRangeRequiresSession,
-			"Range requests are served by transfer sessions: POST "+r.URL.EscapedPath()+"/sessions, then send ranges to the session_url.")
+			"Range requests are served by transfer sessions: POST /d/{token}/sessions with this link's token, then send ranges to the session_url.")
 		return
 	}
 	l, account, ok := s.lookupLink(w, r, tok)

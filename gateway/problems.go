@@ -114,8 +114,13 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, notFoun
 	}
 	p, known := problemFor(err)
 	level := slog.LevelWarn
-	if !known {
+	switch {
+	case !known:
 		level = slog.LevelError
+	case p.Status == http.StatusTooManyRequests || p.Status == http.StatusForbidden:
+		// Expected refusals: a download manager over the cap retries
+		// many times a second; warning about each would flood the log.
+		level = slog.LevelDebug
 	}
 	s.log.Log(r.Context(), level, "request failed", append(attrs, "status", p.Status, "err", err)...)
 	writeProblem(w, r, p, "")

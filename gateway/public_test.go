@@ -153,6 +153,9 @@ func TestRangeOnALinkIsRefusedBeforeAnyClaim(t *testing.T) {
 				if !strings.Contains(p.Detail, "POST /d/") || !strings.Contains(p.Detail, "/sessions") {
 					t.Errorf("detail = %q, want it to point to POST /d/{token}/sessions", p.Detail)
 				}
+				if tok := l.URL[strings.LastIndex(l.URL, "/")+1:]; strings.Contains(string(body), tok) {
+					t.Errorf("the 416 body echoes the link token: %s", body)
+				}
 			}
 			if n := h.Ledger.Calls("") - before; n != 0 {
 				t.Errorf("a Range request made %d ledger calls, want 0", n)

@@ -97,6 +97,11 @@ func (s *Server) PublicHandler() http.Handler {
 	r.Handle("/d/{token}", s.instrument("link", true, s.handleLink)).Methods(http.MethodGet, http.MethodHead)
 	r.Handle("/d/{token}/sessions", s.instrument("mint", true, s.handleMint)).Methods(http.MethodPost)
 	r.Handle("/s/{token}", s.instrument("session", true, s.handleSession)).Methods(http.MethodGet, http.MethodHead)
+	// The same paths with any other method: 405 with Allow (RFC 9110
+	// §15.5.6), which mux's own MethodNotAllowedHandler cannot name.
+	r.Handle("/d/{token}", s.notAllowed(true, "GET, HEAD"))
+	r.Handle("/d/{token}/sessions", s.notAllowed(true, "POST"))
+	r.Handle("/s/{token}", s.notAllowed(true, "GET, HEAD"))
 	r.NotFoundHandler = s.instrument("unknown", true, func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, probNotFound, "")
 	})
@@ -122,6 +127,13 @@ func (s *Server) AdminHandler() http.Handler {
 	r.Handle("/v1/links/{id}/grants", auth("admin_links_grants", s.handleGrants)).Methods(http.MethodGet)
 	r.Handle("/v1/sessions/{id}", auth("admin_sessions_revoke", s.handleRevokeSession)).Methods(http.MethodDelete)
 	r.Handle("/v1/objects/{key:.+}", auth("admin_objects_put", s.handlePutObject)).Methods(http.MethodPut)
+	r.Handle("/v1/links", s.notAllowed(false, "POST"))
+	r.Handle("/v1/links/{id}", s.notAllowed(false, "GET"))
+	r.Handle("/v1/links/{id}/revoke", s.notAllowed(false, "POST"))
+	r.Handle("/v1/links/{id}/allowance", s.notAllowed(false, "POST"))
+	r.Handle("/v1/links/{id}/grants", s.notAllowed(false, "GET"))
+	r.Handle("/v1/sessions/{id}", s.notAllowed(false, "DELETE"))
+	r.Handle("/v1/objects/{key:.+}", s.notAllowed(false, "PUT"))
 	r.Handle("/healthz", s.instrument("healthz", false, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})).Methods(http.MethodGet, http.MethodHead)
@@ -134,6 +146,14 @@ func (s *Server) AdminHandler() http.Handler {
 		writeProblem(w, r, probMethodNotAllowed, "")
 	})
 	return r
+}
+
+// notAllowed answers 405 naming the methods the path does allow.
+func (s *Server) notAllowed(public bool, allow string) http.Handler {
+	return s.instrument("method_not_allowed", public, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeProblem(w, r, probMethodNotAllowed, "")
+	})
 }
 
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
