@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// MustStampede sends n requests at the same instant. It opens one TCP
+// connection per request, spread round-robin over addrs, and writes each
+// request except the blank line that ends its header; when every
+// connection is open and written, all goroutines send their final CRLF at
+// once, so no request can be parsed (let alone claim) before the others
+// have arrived. head(addr) is the request text up to and including the
+// CRLF of its last header field. The answers come back in request order;
+// a connection that gave no answer has Status 0 and the error in BodyErr.
+func MustStampede(tb testing.TB, addrs []string, n int, method, path string, head func(addr string) string) []*Reply {
+	tb.Helper()
+	conns := make([]net.Conn, n)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	for i := range conns {
+		addr := addrs[i%len(addrs)]
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			tb.Fatalf("stampede: dial %s: %v", addr, err)
+		}
+		conns[i] = c
+		c.SetDeadline(time.Now().Add(requestTimeout)) //nolint:errcheck // a TCPConn supports deadlines
+		if _, err := io.WriteString(c, head(addr)); err != nil {
+			tb.Fatalf("stampede: writing to %s: %v", addr, err)
+		}
+	}
+	replies := make([]*Reply, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Go(func() {
+			r := &Reply{Method: method, URL: "http://" + c.RemoteAddr().String() + path}
+			replies[i] = r
+			<-start
+			if _, err := io.WriteString(c, "\r\n"); err != nil {
+				r.BodyErr = err
+				return
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				r.BodyErr = err
+				return
+			}
+			defer resp.Body.Close()
+			r.Status, r.Header = resp.StatusCode, resp.Header
+			r.Body, r.BodyErr = io.ReadAll(resp.Body)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return replies
+}
+
+// getHead is a GET of path, closing the connection after the answer.
+func getHead(path string) func(addr string) string {
+	return func(addr string) string {
+		return "GET " + path + " HTTP/1.1\r\nHost: " + addr + "\r\nUser-Agent: dlgate-e2e-stampede\r\nConnection: close\r\n"
+	}
+}
+
+// checkClaimRace runs trials of a 50-request stampede on fresh links of
+// the given allowance, spread over the processes gws, and checks every
+// time that exactly `downloads` requests got the whole object,
+// byte-identical, that all others got the generic 404, and that the
+// ledger agrees (remaining 0, `downloads` grants).
+func checkClaimRace(t *testing.T, gws []*Gateway, obj *Object, downloads, trials int) {
+	const requests = 50
+	admin := gws[0].Admin()
+	addrs := make([]string, len(gws))
+	for i, g := range gws {
+		addrs[i] = g.PublicAddr
+	}
+	total := 0
+	for trial := 1; trial <= trials; trial++ {
+		link := admin.MustCreateLink(t, obj, LinkRequest{Downloads: downloads})
+		path := "/d/" + link.Token
+		replies := MustStampede(t, addrs, requests, http.MethodGet, path, getHead(path))
+		full, refused := 0, 0
+		byProcess := make([]int, len(gws))
+		for i, r := range replies {
+			switch {
+			case r.Status == http.StatusOK:
+				if r.BodyErr != nil || int64(len(r.Body)) != link.Object.Size || sha256.Sum256(r.Body) != obj.Sum {
+					t.Errorf("trial %d: %v: a 200 whose body (%d bytes, read error %v) is not the %d-byte object", trial, r, len(r.Body), r.BodyErr, link.Object.Size)
+					continue
+				}
+				if r.Header.Get("ETag") != link.Object.ETag || r.Header.Get("Content-Length") != fmt.Sprint(link.Object.Size) {
+					t.Errorf("trial %d: %v: ETag %q, Content-Length %q; want %q, %d", trial, r,
+						r.Header.Get("ETag"), r.Header.Get("Content-Length"), link.Object.ETag, link.Object.Size)
+				}
+				full++
+				byProcess[i%len(gws)]++
+			case r.Status == http.StatusNotFound:
+				checkProblem(t, r, http.StatusNotFound, "link-unavailable")
+				refused++
+			case r.Status == 0:
+				t.Errorf("trial %d: request %d to %s got no answer: %v", trial, i, addrs[i%len(addrs)], r.BodyErr)
+			default:
+				t.Errorf("trial %d: %v, want 200 or 404; body %.300q", trial, r, r.Body)
+			}
+		}
+		t.Logf("trial %2d: %d × 200 with the whole object (by process %v), %d × 404", trial, full, byProcess, refused)
+		if full != downloads {
+			t.Errorf("trial %d: %d of %d simultaneous GETs got the object; the link allows exactly %d", trial, full, requests, downloads)
+		}
+		admin.checkCounts(t, link.ID, 0, downloads, 0)
+		total += full
+	}
+	t.Logf("%d trials of %d simultaneous GETs on links of %d: %d full downloads in total, want %d",
+		trials, requests, downloads, total, trials*downloads)
+}
+
+// raceCases are the allowances the race runs on.
+var raceCases = []struct {
+	name      string
+	downloads int
+}{
+	{"FiftySimultaneousGetsOnAOneDownloadLinkGetOneObject", 1},
+	{"FiftySimultaneousGetsOnAFiveDownloadLinkGetFiveObjects", 5},
+}
+
+// raceTrials is how many fresh links each race case stampedes.
+const raceTrials = 10
+
+func TestEmbeddedDefault(t *testing.T) {
+	t.Parallel()
+	g := MustStartEmbeddedDefault(t)
+	obj := g.Admin().MustUpload(t, "race/object.bin", 256<<10)
+	for _, tc := range raceCases {
+		t.Run(tc.name, func(t *testing.T) {
+			checkClaimRace(t, []*Gateway{g}, obj, tc.downloads, raceTrials)
+		})
+	}
+	t.Run("CurlDownloadsAByteExactFileFromTheLocalStore", func(t *testing.T) {
+		big := g.Admin().MustUpload(t, "tools/big.bin", 5<<20)
+		link := g.Admin().MustCreateLink(t, big, LinkRequest{Downloads: 1})
+		if !strings.HasPrefix(link.URL, g.PublicBase()+"/d/") {
+			t.Errorf("link URL %s does not start with the default public URL %s", redact(link.URL), g.PublicBase())
+		}
+		file := t.TempDir() + "/big.bin"
+		MustRun(t, "", MustBinary(t, "curl"), "-q", "-fsS", "-o", file, link.URL)
+		checkFile(t, file, big)
+		g.Admin().checkCounts(t, link.ID, 0, 1, 0)
+	})
+	t.Run("NoRawTokenReachesTheLogs", func(t *testing.T) {
+		checkNoTokenInLogs(t, g)
+	})
+}

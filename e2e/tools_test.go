@@ -1,0 +1,173 @@
+package e2e
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlgate/dlgate/internal/testenv"
+)
+
+// toolPackages names the Debian package of each download tool.
+var toolPackages = map[string]string{"curl": "curl", "wget": "wget", "aria2c": "aria2"}
+
+// MustBinary finds a download tool, or stops the test through
+// testenv.Require (a failure under GATEWAY_TEST_STRICT=1).
+func MustBinary(tb testing.TB, name string) string {
+	tb.Helper()
+	return testenv.MustBinary(tb, name, toolPackages[name])
+}
+
+// toolTimeout bounds one run of a download tool.
+const toolTimeout = 3 * time.Minute
+
+// toolCommand prepares a tool run in dir ("" for a temporary directory)
+// with no proxy settings, bound to ctx.
+func toolCommand(ctx context.Context, tb testing.TB, dir, bin string, args ...string) *exec.Cmd {
+	tb.Helper()
+	if dir == "" {
+		dir = tb.TempDir()
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
+	cmd.Env = childEnv(nil)
+	cmd.SysProcAttr = sysProcAttr()
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// MustRun runs a tool to its end and fails the test unless it exits 0.
+// It returns the tool's combined output.
+func MustRun(tb testing.TB, dir, bin string, args ...string) string {
+	tb.Helper()
+	out, err := run(tb, dir, bin, args...)
+	if err != nil {
+		tb.Fatalf("%s %s: %v\n%s", filepath.Base(bin), redactArgs(args), err, out)
+	}
+	return out
+}
+
+func run(tb testing.TB, dir, bin string, args ...string) (string, error) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), toolTimeout)
+	defer cancel()
+	out, err := toolCommand(ctx, tb, dir, bin, args...).CombinedOutput()
+	return string(out), err
+}
+
+// Background is a tool running while the test does other things.
+type Background struct {
+	cmd  *exec.Cmd
+	out  *strings.Builder
+	done chan struct{}
+	err  error
+}
+
+// MustStart starts a tool in the background. Cleanup kills it if it still
+// runs.
+func MustStart(tb testing.TB, dir, bin string, args ...string) *Background {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), toolTimeout)
+	b := &Background{out: &strings.Builder{}, done: make(chan struct{})}
+	b.cmd = toolCommand(ctx, tb, dir, bin, args...)
+	b.cmd.Stdout, b.cmd.Stderr = b.out, b.out
+	if err := b.cmd.Start(); err != nil {
+		cancel()
+		tb.Fatalf("starting %s: %v", filepath.Base(bin), err)
+	}
+	go func() {
+		b.err = b.cmd.Wait()
+		cancel()
+		close(b.done)
+	}()
+	tb.Cleanup(func() {
+		cancel()
+		<-b.done
+	})
+	return b
+}
+
+// Exited reports whether the tool has ended.
+func (b *Background) Exited() bool {
+	select {
+	case <-b.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Kill sends SIGKILL to the tool, as a user closing a laptop would cut a
+// download, and waits for it.
+func (b *Background) Kill() {
+	_ = b.cmd.Process.Kill()
+	<-b.done
+}
+
+// Wait waits for the tool to end and returns its output and error.
+func (b *Background) Wait() (string, error) {
+	<-b.done
+	return b.out.String(), b.err
+}
+
+// redactArgs shortens tokens in URLs of a command line.
+func redactArgs(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if strings.HasPrefix(a, "http://") {
+			a = redact(a)
+		}
+		out[i] = fmt.Sprintf("%q", a)
+	}
+	return strings.Join(out, " ")
+}
+
+// fileSize is the size of the file at path, 0 when it does not exist yet.
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// checkFile checks that the file at path holds exactly obj.
+func checkFile(tb testing.TB, path string, obj *Object) {
+	tb.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Errorf("downloaded file: %v", err)
+		return
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		tb.Errorf("reading %s: %v", path, err)
+		return
+	}
+	if [32]byte(h.Sum(nil)) != obj.Sum {
+		tb.Errorf("%s: %d bytes that differ from the %d-byte object %s", filepath.Base(path), n, len(obj.Data), obj.Key)
+	}
+}
+
+// exitCode is a tool's exit code: 0 for success, -1 when it did not exit
+// normally (killed, or never started).
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
