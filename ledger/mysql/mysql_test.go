@@ -1,7 +1,11 @@
 package mysql_test
 
 import (
+	"database/sql/driver"
+	"fmt"
+
 	"context"
+	gomysql "github.com/go-sql-driver/mysql"
 	"testing"
 
 	"github.com/dlgate/dlgate/internal/testenv"
@@ -69,5 +73,33 @@ func TestConfigKeepsOperatorParameters(t *testing.T) {
 	}
 	if _, err := mysql.Config("not a dsn"); err == nil {
 		t.Fatal("bad DSN accepted")
+	}
+}
+
+func TestDialectClassifiesServerErrors(t *testing.T) {
+	d := mysql.Dialect()
+	cases := []struct {
+		err                           error
+		retryable, duplicate, unavail bool
+	}{
+		{&gomysql.MySQLError{Number: 1213}, true, false, false}, // deadlock
+		{&gomysql.MySQLError{Number: 1205}, true, false, false}, // lock wait timeout
+		{&gomysql.MySQLError{Number: 1062}, false, true, false}, // duplicate key
+		{fmt.Errorf("wrapped: %w", &gomysql.MySQLError{Number: 1213}), true, false, false},
+		{&gomysql.MySQLError{Number: 1040}, false, false, true}, // too many connections
+		{driver.ErrBadConn, false, false, true},
+		{gomysql.ErrInvalidConn, false, false, true},
+		{&gomysql.MySQLError{Number: 1064}, false, false, false}, // syntax
+	}
+	for _, c := range cases {
+		if got := d.IsRetryable(c.err); got != c.retryable {
+			t.Errorf("IsRetryable(%v) = %v, want %v", c.err, got, c.retryable)
+		}
+		if got := d.IsDuplicate(c.err); got != c.duplicate {
+			t.Errorf("IsDuplicate(%v) = %v, want %v", c.err, got, c.duplicate)
+		}
+		if got := d.IsUnavailable(c.err); got != c.unavail {
+			t.Errorf("IsUnavailable(%v) = %v, want %v", c.err, got, c.unavail)
+		}
 	}
 }
