@@ -501,3 +501,16 @@ func TestWrongMethodAnswers405WithAllow(t *testing.T) {
 		t.Errorf("405 answers made %d ledger calls", n)
 	}
 }
+
+func TestReadinessFailsOnceDraining(t *testing.T) {
+	h := MustHarness(t)
+	resp, _ := mustDo(t, http.DefaultClient, mustRequest(t, http.MethodGet, h.Admin.URL+"/readyz"))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("readyz before Drain = %d, want 200", resp.StatusCode)
+	}
+	h.Server.Drain()
+	resp, body := mustDo(t, http.DefaultClient, mustRequest(t, http.MethodGet, h.Admin.URL+"/readyz"))
+	if got := mustJSON[map[string]string](t, body); resp.StatusCode != http.StatusServiceUnavailable || got["gateway"] != "draining" {
+		t.Fatalf("readyz while draining = %d %v, want 503 with gateway draining", resp.StatusCode, got)
+	}
+}

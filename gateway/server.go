@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -60,9 +61,14 @@ type Options struct {
 // Server serves the public and admin routes.
 type Server struct {
 	Options
-	log     *slog.Logger
-	metrics *metrics
+	log      *slog.Logger
+	metrics  *metrics
+	draining atomic.Bool
 }
+
+// Drain marks the server as shutting down: /readyz answers 503 so load
+// balancers stop sending new work while running downloads finish.
+func (s *Server) Drain() { s.draining.Store(true) }
 
 // New checks opts and returns a Server.
 func New(opts Options) (*Server, error) {
@@ -161,6 +167,9 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	checks := map[string]string{"database": "ok", "store": "ok"}
 	status := http.StatusOK
+	if s.draining.Load() {
+		checks["gateway"], status = "draining", http.StatusServiceUnavailable
+	}
 	if err := s.Ledger.Ping(ctx); err != nil {
 		checks["database"], status = "unavailable", http.StatusServiceUnavailable
 		s.log.WarnContext(ctx, "readiness: database", "err", err)

@@ -18,6 +18,12 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal starts a graceful shutdown, restore the
+		// default handling so a second one ends the process at once.
+		<-ctx.Done()
+		stop()
+	}()
 	m := &Main{Stdout: os.Stdout, Stderr: os.Stderr, Env: os.Getenv}
 	err := m.Run(ctx, os.Args[1:])
 	stop()

@@ -164,10 +164,15 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	case <-ctx.Done():
 	}
 	log.Info("shutting down", "grace", cfg.ShutdownGrace)
+	srv.Drain() // /readyz answers 503 from now on
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownGrace)
 	defer cancel()
+	// Both listeners close at once; each server then waits for its own
+	// running requests (downloads, uploads) up to the grace period.
+	admErr := make(chan error, 1)
+	go func() { admErr <- admin.Shutdown(sctx) }()
 	errPub := public.Shutdown(sctx)
-	errAdm := admin.Shutdown(sctx)
+	errAdm := <-admErr
 	if errors.Is(errPub, context.DeadlineExceeded) || errors.Is(errAdm, context.DeadlineExceeded) {
 		log.Warn("grace period over; closing the remaining connections")
 		public.Close()
