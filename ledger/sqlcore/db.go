@@ -55,13 +55,6 @@ func (s *DB) now() time.Time { return ledger.Micro(s.Now()) }
 
 func (s *DB) t(t time.Time) any { return s.d.Time(ledger.Micro(t)) }
 
-func (s *DB) tp(t *time.Time) any {
-	if t == nil {
-		return nil
-	}
-	return s.t(*t)
-}
-
 func newID() string { return uuid.Must(uuid.NewV7()).String() }
 
 // commitError marks a failure of COMMIT itself: the outcome is unknown.
