@@ -3,7 +3,6 @@ package ledgertest
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,42 +17,23 @@ func exerciseCaps(t *testing.T, newLedger NewLedger) {
 		l := e.MustLink(t, 1)
 		const budget = 10_000
 		s := e.MustSession(t, l, budget, 4)
-		var (
-			total     atomic.Int64
-			exhausted atomic.Int64
-			wg        sync.WaitGroup
-			failures  = make(chan error, 50)
-		)
-		start := make(chan struct{})
-		for i := 0; i < 50; i++ {
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				<-start
-				for { // keep drawing until the budget says no
-					got, err := e.l.DrawBytes(e.ctx, s.ID, int64(97+i*13))
-					if errors.Is(err, ledger.ErrBudgetExhausted) {
-						exhausted.Add(1)
-						return
-					}
-					if err != nil {
-						failures <- err
-						return
-					}
-					if got < 1 || got > int64(97+i*13) {
-						failures <- fmt.Errorf("granted %d for a draw of %d", got, 97+i*13)
-						return
-					}
-					total.Add(got)
+		var total, exhausted atomic.Int64
+		releaseAll(t, 50, func(i int) error {
+			want := int64(97 + i*13)
+			for { // keep drawing until the budget says no
+				got, err := e.l.DrawBytes(e.ctx, s.ID, want)
+				switch {
+				case errors.Is(err, ledger.ErrBudgetExhausted):
+					exhausted.Add(1)
+					return nil
+				case err != nil:
+					return err
+				case got < 1 || got > want:
+					return fmt.Errorf("granted %d for a draw of %d", got, want)
 				}
-			}(i)
-		}
-		close(start)
-		wg.Wait()
-		close(failures)
-		for err := range failures {
-			t.Fatal(err)
-		}
+				total.Add(got)
+			}
+		})
 		if total.Load() != budget || exhausted.Load() != 50 {
 			t.Fatalf("granted %d bytes in all (want exactly %d), %d drawers saw exhaustion (want 50)", total.Load(), budget, exhausted.Load())
 		}
@@ -89,35 +69,19 @@ func exerciseCaps(t *testing.T, newLedger NewLedger) {
 		l := e.MustLink(t, 1)
 		const slots = 4
 		s := e.MustSession(t, l, 1000, slots)
-		var (
-			held     atomic.Int64
-			refused  atomic.Int64
-			wg       sync.WaitGroup
-			failures = make(chan error, 50)
-		)
-		start := make(chan struct{})
-		for i := 0; i < 50; i++ {
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				<-start
-				err := e.l.AcquireSlot(e.ctx, s.ID, fmt.Sprintf("holder-%02d", i), 30*time.Second)
-				switch {
-				case err == nil:
-					held.Add(1)
-				case errors.Is(err, ledger.ErrNoSlot):
-					refused.Add(1)
-				default:
-					failures <- err
-				}
-			}(i)
-		}
-		close(start)
-		wg.Wait()
-		close(failures)
-		for err := range failures {
-			t.Fatal(err)
-		}
+		var held, refused atomic.Int64
+		releaseAll(t, 50, func(i int) error {
+			err := e.l.AcquireSlot(e.ctx, s.ID, fmt.Sprintf("holder-%02d", i), 30*time.Second)
+			switch {
+			case err == nil:
+				held.Add(1)
+			case errors.Is(err, ledger.ErrNoSlot):
+				refused.Add(1)
+			default:
+				return err
+			}
+			return nil
+		})
 		if held.Load() != slots || refused.Load() != 50-slots {
 			t.Fatalf("%d acquired, %d refused; want %d and %d", held.Load(), refused.Load(), slots, 50-slots)
 		}
@@ -178,33 +142,16 @@ func exerciseCaps(t *testing.T, newLedger NewLedger) {
 			e.MustSession(t, l, 1000, 1)
 		}
 		e.clock.Add(2 * time.Hour)
-		var (
-			ended atomic.Int64
-			wg    sync.WaitGroup
-		)
-		errs := make(chan error, 4)
-		for i := 0; i < 4; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					res, err := e.l.Sweep(e.ctx, 3)
-					if err != nil {
-						errs <- err
-						return
-					}
-					if res.SessionsEnded == 0 {
-						return
-					}
-					ended.Add(int64(res.SessionsEnded))
+		var ended atomic.Int64
+		releaseAll(t, 4, func(int) error {
+			for {
+				res, err := e.l.Sweep(e.ctx, 3)
+				if err != nil || res.SessionsEnded == 0 {
+					return err
 				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
+				ended.Add(int64(res.SessionsEnded))
+			}
+		})
 		if ended.Load() != 25 {
 			t.Fatalf("sweepers ended %d sessions, want each of 25 once", ended.Load())
 		}

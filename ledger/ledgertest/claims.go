@@ -17,33 +17,21 @@ func exerciseClaims(t *testing.T, newLedger NewLedger) {
 			e := setup(t, newLedger)
 			l := e.MustLink(t, k)
 			var (
-				wg      sync.WaitGroup
 				mu      sync.Mutex
 				granted []*ledger.Grant
-				others  []error
 			)
-			start := make(chan struct{})
-			for i := 0; i < 100; i++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					<-start
-					g, err := e.claim(l, "")
+			releaseAll(t, 100, func(int) error {
+				g, err := e.claim(l, "")
+				switch {
+				case err == nil:
 					mu.Lock()
-					defer mu.Unlock()
-					switch {
-					case err == nil:
-						granted = append(granted, g)
-					case ledger.ReasonOf(err) != ledger.ReasonExhausted:
-						others = append(others, err)
-					}
-				}()
-			}
-			close(start)
-			wg.Wait()
-			if len(others) > 0 {
-				t.Fatalf("%d claims failed other than exhausted, first: %v", len(others), others[0])
-			}
+					granted = append(granted, g)
+					mu.Unlock()
+				case ledger.ReasonOf(err) != ledger.ReasonExhausted:
+					return fmt.Errorf("claim failed other than exhausted: %w", err)
+				}
+				return nil
+			})
 			if len(granted) != k {
 				t.Fatalf("%d claims granted, want exactly %d", len(granted), k)
 			}

@@ -106,3 +106,29 @@ func wantReason(tb testing.TB, err error, want ledger.Reason) {
 		tb.Fatalf("refusal = %v (reason %q), want reason %q", err, got, want)
 	}
 }
+
+// releaseAll runs fn(0) … fn(n-1) in n goroutines released at the same
+// instant, waits for all of them, and fails the test with the first error
+// any of them returned.
+func releaseAll(tb testing.TB, n int, fn func(i int) error) {
+	tb.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if err := fn(i); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	if err, failed := <-errs; failed {
+		tb.Fatalf("%d of %d concurrent calls failed, first: %v", len(errs)+1, n, err)
+	}
+}

@@ -72,36 +72,23 @@ func exerciseSessions(t *testing.T, newLedger NewLedger) {
 		e := setup(t, newLedger)
 		l := e.MustLink(t, 5)
 		var (
-			wg      sync.WaitGroup
 			mu      sync.Mutex
 			created int
 			ids     = map[string]int{}
-			errs    []error
 		)
-		start := make(chan struct{})
-		for i := 0; i < 20; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				s, c, err := e.mint(l, "alice", "same-key", 1000, 2)
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					errs = append(errs, err)
-					return
-				}
-				if c {
-					created++
-				}
-				ids[s.ID]++
-			}()
-		}
-		close(start)
-		wg.Wait()
-		if len(errs) > 0 {
-			t.Fatalf("%d mints failed, first: %v", len(errs), errs[0])
-		}
+		releaseAll(t, 20, func(int) error {
+			s, c, err := e.mint(l, "alice", "same-key", 1000, 2)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if c {
+				created++
+			}
+			ids[s.ID]++
+			return nil
+		})
 		if created != 1 || len(ids) != 1 {
 			t.Fatalf("created=%d distinct sessions=%d, want 1 and 1", created, len(ids))
 		}
