@@ -119,42 +119,31 @@ func exerciseErrors(t *testing.T, newStore NewStoreFunc) {
 		}
 	})
 
-	t.Run("PutOfABodyShorterThanItsSizeIsRefusedAndChangesNothing", func(t *testing.T) {
-		t.Parallel()
-		st, bucket := newStore(t)
-		before := MustPut(t, st, bucket, "k", []byte("kept"), "")
+	// A Put whose body does not match what it promised stores nothing and
+	// leaves the current version as it was.
+	refusedPuts := []struct {
+		name string
+		body func() io.Reader
+		size int64
+	}{
+		{"PutOfABodyShorterThanItsSizeIsRefusedAndChangesNothing", func() io.Reader { return OnlyReader(strings.NewReader("short")) }, 10},
+		{"PutOfABodyLongerThanItsSizeIsRefusedAndChangesNothing", func() io.Reader { return OnlyReader(strings.NewReader("too long")) }, 3},
+		{"PutWhoseBodyFailsIsRefusedAndChangesNothing", func() io.Reader {
+			return io.MultiReader(strings.NewReader("partial"), errReader{io.ErrClosedPipe})
+		}, -1},
+	}
+	for _, rp := range refusedPuts {
+		t.Run(rp.name, func(t *testing.T) {
+			t.Parallel()
+			st, bucket := newStore(t)
+			before := MustPut(t, st, bucket, "k", []byte("kept"), "")
 
-		_, err := st.Put(t.Context(), bucket, "k", OnlyReader(strings.NewReader("short")), 10, "")
-		if err == nil {
-			t.Fatalf("Put(5 bytes, size 10) succeeded, want an error")
-		}
-		checkVersion(t, "Stat after a refused Put", MustStat(t, st, storage.Ref{Bucket: bucket, Key: "k"}), before)
-	})
-
-	t.Run("PutOfABodyLongerThanItsSizeIsRefusedAndChangesNothing", func(t *testing.T) {
-		t.Parallel()
-		st, bucket := newStore(t)
-		before := MustPut(t, st, bucket, "k", []byte("kept"), "")
-
-		_, err := st.Put(t.Context(), bucket, "k", OnlyReader(strings.NewReader("too long")), 3, "")
-		if err == nil {
-			t.Fatalf("Put(8 bytes, size 3) succeeded, want an error")
-		}
-		checkVersion(t, "Stat after a refused Put", MustStat(t, st, storage.Ref{Bucket: bucket, Key: "k"}), before)
-	})
-
-	t.Run("PutWhoseBodyFailsIsRefusedAndChangesNothing", func(t *testing.T) {
-		t.Parallel()
-		st, bucket := newStore(t)
-		before := MustPut(t, st, bucket, "k", []byte("kept"), "")
-
-		body := io.MultiReader(strings.NewReader("partial"), errReader{io.ErrClosedPipe})
-		_, err := st.Put(t.Context(), bucket, "k", body, -1, "")
-		if err == nil {
-			t.Fatalf("Put(failing body) succeeded, want an error")
-		}
-		checkVersion(t, "Stat after a refused Put", MustStat(t, st, storage.Ref{Bucket: bucket, Key: "k"}), before)
-	})
+			if _, err := st.Put(t.Context(), bucket, "k", rp.body(), rp.size, ""); err == nil {
+				t.Fatalf("%s: Put succeeded, want an error", rp.name)
+			}
+			checkVersion(t, "Stat after a refused Put", MustStat(t, st, storage.Ref{Bucket: bucket, Key: "k"}), before)
+		})
+	}
 
 	t.Run("CallsAfterTheDeadlineAreTimeouts", func(t *testing.T) {
 		t.Parallel()
