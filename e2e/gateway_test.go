@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,9 +32,7 @@ type Gateway struct {
 	StdoutPath string
 	StderrPath string
 
-	cmd     *exec.Cmd
-	done    chan struct{} // closed once the process is reaped
-	waitErr error
+	*testenv.Proc
 }
 
 // PublicBase is the process's own public listener as a URL base.
@@ -60,43 +57,14 @@ func withHost(rawURL, host string) string {
 	return u.String()
 }
 
-func (g *Gateway) exited() bool {
-	select {
-	case <-g.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // Kill sends SIGKILL to the process (by its PID) and waits until it is
 // reaped: the crash of kill -9, no shutdown code runs.
 func (g *Gateway) Kill(tb testing.TB) {
 	tb.Helper()
-	if g.exited() {
-		tb.Fatalf("%s already exited (%v)", g.Name, g.waitErr)
+	if g.Exited() {
+		tb.Fatalf("%s already exited (%v)", g.Name, g.Err())
 	}
-	if err := g.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		tb.Fatalf("kill -9 %s (pid %d): %v", g.Name, g.cmd.Process.Pid, err)
-	}
-	<-g.done
-}
-
-// stop asks for a graceful shutdown and kills the process if it is still
-// running after grace.
-func (g *Gateway) stop(grace time.Duration) {
-	if g.exited() {
-		return
-	}
-	_ = g.cmd.Process.Signal(syscall.SIGTERM)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-g.done:
-	case <-t.C:
-		_ = g.cmd.Process.Signal(syscall.SIGKILL)
-		<-g.done
-	}
+	g.Proc.Kill()
 }
 
 // errPortTaken marks a start that lost a port to another process.
@@ -113,7 +81,6 @@ func startGateway(bin, name, dir string, env map[string]string) (*Gateway, error
 		AdminToken: env["GATEWAY_ADMIN_TOKEN"],
 		StdoutPath: filepath.Join(dir, name+".stdout"),
 		StderrPath: filepath.Join(dir, name+".stderr"),
-		done:       make(chan struct{}),
 	}
 	stdout, err := os.Create(g.StdoutPath)
 	if err != nil {
@@ -125,18 +92,13 @@ func startGateway(bin, name, dir string, env map[string]string) (*Gateway, error
 		return nil, err
 	}
 	defer stderr.Close()
-	g.cmd = exec.Command(bin, "serve")
-	g.cmd.Dir = dir
-	g.cmd.Env = childEnv(env)
-	g.cmd.Stdout, g.cmd.Stderr = stdout, stderr
-	g.cmd.SysProcAttr = sysProcAttr()
-	if err := g.cmd.Start(); err != nil {
+	cmd := exec.Command(bin, "serve")
+	cmd.Dir = dir
+	cmd.Env = childEnv(env)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if g.Proc, err = testenv.StartProc(cmd); err != nil {
 		return nil, err
 	}
-	go func() {
-		g.waitErr = g.cmd.Wait()
-		close(g.done)
-	}()
 	return g, g.waitReady()
 }
 
@@ -146,8 +108,8 @@ func (g *Gateway) waitReady() error {
 	ready := "http://" + g.AdminAddr + "/readyz"
 	var last error
 	for {
-		if g.exited() {
-			err := fmt.Errorf("%s exited during startup (%v)", g.Name, g.waitErr)
+		if g.Exited() {
+			err := fmt.Errorf("%s exited during startup (%v)", g.Name, g.Err())
 			if strings.Contains(strings.ToLower(tail(g.StderrPath, 20)), "address already in use") {
 				err = fmt.Errorf("%w: %w", errPortTaken, err)
 			}
@@ -170,7 +132,7 @@ func (g *Gateway) waitReady() error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s not ready after 90s: %v", g.Name, last)
-		case <-g.done:
+		case <-g.Done():
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -200,12 +162,12 @@ func MustStartGateways(tb testing.TB, specs ...GatewaySpec) []*Gateway {
 	tb.Cleanup(func() {
 		var wg sync.WaitGroup
 		for _, g := range started {
-			wg.Go(func() { g.stop(15 * time.Second) })
+			wg.Go(func() { g.Stop(15 * time.Second) })
 		}
 		wg.Wait()
 		if tb.Failed() {
 			for _, g := range started {
-				tb.Logf("--- %s (pid %d, %v): last lines of stderr ---\n%s", g.Name, g.cmd.Process.Pid, g.waitErr, tail(g.StderrPath, 40))
+				tb.Logf("--- %s (pid %d, %v): last lines of stderr ---\n%s", g.Name, g.Pid(), g.Err(), tail(g.StderrPath, 40))
 			}
 		}
 	})

@@ -43,8 +43,8 @@ func TestGracefulShutdownLetsRunningDownloadsFinish(t *testing.T) {
 		// The admin listener closes at the same time, so health checks
 		// see the draining instance as gone while the download runs.
 		waitRefused(t, g.AdminAddr)
-		if g.exited() {
-			t.Fatalf("%s exited as soon as its listener closed (%v), with a download running", g.Name, g.waitErr)
+		if g.Exited() {
+			t.Fatalf("%s exited as soon as its listener closed (%v), with a download running", g.Name, g.Err())
 		}
 		if dl.bg.Exited() {
 			t.Errorf("curl had already ended when the public listener closed; the download was not in flight")
@@ -62,8 +62,8 @@ func TestGracefulShutdownLetsRunningDownloadsFinish(t *testing.T) {
 		if !waitExit(g, 45*time.Second) {
 			t.Fatalf("%s still runs 45 s after the download ended (grace 30 s)", g.Name)
 		}
-		if code := exitCode(g.waitErr); code != 0 {
-			t.Errorf("%s exited with %v (code %d), want 0", g.Name, g.waitErr, code)
+		if code := exitCode(g.Err()); code != 0 {
+			t.Errorf("%s exited with %v (code %d), want 0", g.Name, g.Err(), code)
 		}
 		logs := readLog(t, g.StderrPath)
 		shut := logs.mustFind(t, `msg="shutting down"`, "grace=30s")
@@ -92,8 +92,8 @@ func TestGracefulShutdownLetsRunningDownloadsFinish(t *testing.T) {
 		if !waitExit(g, 20*time.Second) {
 			t.Fatalf("%s still runs 20 s after SIGTERM with a 1 s grace", g.Name)
 		}
-		if code := exitCode(g.waitErr); code != 0 {
-			t.Errorf("%s exited with %v (code %d), want 0", g.Name, g.waitErr, code)
+		if code := exitCode(g.Err()); code != 0 {
+			t.Errorf("%s exited with %v (code %d), want 0", g.Name, g.Err(), code)
 		}
 		if dl.bg.Exited() {
 			t.Errorf("curl had already ended when the gateway exited; the download was not cut")
@@ -202,7 +202,7 @@ func (d *slowDownload) waitSomeBytes(tb testing.TB) int64 {
 func (d *slowDownload) wait(tb testing.TB, bound time.Duration) (string, error) {
 	tb.Helper()
 	select {
-	case <-d.bg.done:
+	case <-d.bg.Done():
 	case <-time.After(bound):
 		d.bg.Kill()
 		out, _ := d.bg.Wait()
@@ -232,11 +232,11 @@ func (d *slowDownload) contentLength(tb testing.TB) int {
 // sigterm sends SIGTERM to the gateway's process, by its PID.
 func sigterm(tb testing.TB, g *Gateway) {
 	tb.Helper()
-	if g.exited() {
-		tb.Fatalf("%s exited before SIGTERM (%v)", g.Name, g.waitErr)
+	if g.Exited() {
+		tb.Fatalf("%s exited before SIGTERM (%v)", g.Name, g.Err())
 	}
-	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		tb.Fatalf("SIGTERM to %s (pid %d): %v", g.Name, g.cmd.Process.Pid, err)
+	if err := g.Signal(syscall.SIGTERM); err != nil {
+		tb.Fatalf("SIGTERM to %s (pid %d): %v", g.Name, g.Pid(), err)
 	}
 }
 
@@ -274,7 +274,7 @@ func waitRefused(tb testing.TB, addr string) {
 // waitExit waits at most bound for the gateway process to be reaped.
 func waitExit(g *Gateway, bound time.Duration) bool {
 	select {
-	case <-g.done:
+	case <-g.Done():
 		return true
 	case <-time.After(bound):
 		return false

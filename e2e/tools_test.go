@@ -39,7 +39,7 @@ func toolCommand(ctx context.Context, tb testing.TB, dir, bin string, args ...st
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
 	cmd.Env = childEnv(nil)
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = testenv.SysProcAttr()
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
 }
@@ -65,10 +65,8 @@ func run(tb testing.TB, dir, bin string, args ...string) (string, error) {
 
 // Background is a tool running while the test does other things.
 type Background struct {
-	cmd  *exec.Cmd
-	out  *strings.Builder
-	done chan struct{}
-	err  error
+	*testenv.Proc
+	out *strings.Builder
 }
 
 // MustStart starts a tool in the background. Cleanup kills it if it still
@@ -76,46 +74,32 @@ type Background struct {
 func MustStart(tb testing.TB, dir, bin string, args ...string) *Background {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), toolTimeout)
-	b := &Background{out: &strings.Builder{}, done: make(chan struct{})}
-	b.cmd = toolCommand(ctx, tb, dir, bin, args...)
-	b.cmd.Stdout, b.cmd.Stderr = b.out, b.out
-	if err := b.cmd.Start(); err != nil {
+	b := &Background{out: &strings.Builder{}}
+	cmd := toolCommand(ctx, tb, dir, bin, args...)
+	cmd.Stdout, cmd.Stderr = b.out, b.out
+	var err error
+	if b.Proc, err = testenv.StartProc(cmd); err != nil {
 		cancel()
 		tb.Fatalf("starting %s: %v", filepath.Base(bin), err)
 	}
 	go func() {
-		b.err = b.cmd.Wait()
+		<-b.Done()
 		cancel()
-		close(b.done)
 	}()
 	tb.Cleanup(func() {
 		cancel()
-		<-b.done
+		<-b.Done()
 	})
 	return b
 }
 
-// Exited reports whether the tool has ended.
-func (b *Background) Exited() bool {
-	select {
-	case <-b.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Kill sends SIGKILL to the tool, as a user closing a laptop would cut a
-// download, and waits for it.
-func (b *Background) Kill() {
-	_ = b.cmd.Process.Kill()
-	<-b.done
-}
+// Kill (from testenv.Proc) sends SIGKILL to the tool, as a user closing a
+// laptop would cut a download, and waits for it.
 
 // Wait waits for the tool to end and returns its output and error.
 func (b *Background) Wait() (string, error) {
-	<-b.done
-	return b.out.String(), b.err
+	<-b.Done()
+	return b.out.String(), b.Err()
 }
 
 // redactArgs shortens tokens in URLs of a command line.

@@ -94,14 +94,14 @@ func (m *MariaDB) Stop() {
 		panic("testenv: Stop on the shared MariaDB; use StartMariaDB for a server a test may stop")
 	}
 	_ = m.admin.Close()
-	m.proc.stop(30 * time.Second)
+	m.proc.Stop(30 * time.Second)
 }
 
 // shutdown stops the server and removes its directory, once.
 func (m *MariaDB) shutdown() {
 	m.once.Do(func() {
 		_ = m.admin.Close()
-		m.proc.stop(30 * time.Second)
+		m.proc.Stop(30 * time.Second)
 		_ = os.RemoveAll(m.dir)
 	})
 }
@@ -179,7 +179,7 @@ func bootMariaDB(dir, mariadbd, installDB string) (*MariaDB, error) {
 		}
 		admin, err := sql.Open("mysql", "root@tcp("+addr+")/?timeout=2s")
 		if err != nil {
-			p.stop(10 * time.Second)
+			p.Stop(10 * time.Second)
 			return nil, err
 		}
 		admin.SetMaxOpenConns(4)
@@ -190,7 +190,7 @@ func bootMariaDB(dir, mariadbd, installDB string) (*MariaDB, error) {
 			return &MariaDB{Addr: addr, dir: dir, proc: p, admin: admin}, nil
 		}
 		_ = admin.Close()
-		p.stop(10 * time.Second)
+		p.Stop(10 * time.Second)
 		lastErr = withLog(fmt.Errorf("mariadbd on %s: %w", addr, err), logPath)
 		if !errors.Is(err, errExited) || !bindConflict(logPath) {
 			break

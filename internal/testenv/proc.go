@@ -11,17 +11,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
 // process is one server child. Its stdout and stderr go to a log file that
 // outlives restarts, so a failed start can quote what the server said.
 type process struct {
-	cmd     *exec.Cmd
+	*Proc
 	logPath string
-	done    chan struct{} // closed when the child has been reaped
-	waitErr error
 }
 
 // errExited marks a server that died before it became ready.
@@ -39,50 +36,19 @@ func startProcess(logPath, bin string, args ...string) (*process, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
+	child, err := StartProc(cmd)
+	if err != nil {
 		return nil, err
 	}
-	p := &process{cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		p.waitErr = cmd.Wait()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// stop asks the server to shut down cleanly and kills it if it has not done
-// so within grace. Calling it again after the child was reaped is a no-op.
-func (p *process) stop(grace time.Duration) {
-	if p.exited() {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-p.done:
-	case <-t.C:
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
+	return &process{Proc: child, logPath: logPath}, nil
 }
 
 // waitReady polls ready until it succeeds, the process dies or ctx ends.
 func (p *process) waitReady(ctx context.Context, ready func(context.Context) error) error {
 	var last error
 	for {
-		if p.exited() {
-			return fmt.Errorf("%w (%v)", errExited, p.waitErr)
+		if p.Exited() {
+			return fmt.Errorf("%w (%v)", errExited, p.Err())
 		}
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		last = ready(rctx)
@@ -93,7 +59,7 @@ func (p *process) waitReady(ctx context.Context, ready func(context.Context) err
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("not ready: %w (last error: %v)", ctx.Err(), last)
-		case <-p.done:
+		case <-p.Done():
 		case <-time.After(25 * time.Millisecond):
 		}
 	}

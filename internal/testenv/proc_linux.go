@@ -7,10 +7,10 @@ import (
 	"syscall"
 )
 
-// sysProcAttr makes the kernel kill a server when the test binary dies, so a
+// SysProcAttr makes the kernel kill a server when the test binary dies, so a
 // test that panics or hits -timeout (no Cleanup, no TestMain epilogue) does
 // not leave mariadbd or versitygw running.
-func sysProcAttr() *syscall.SysProcAttr {
+func SysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 

@@ -4,9 +4,9 @@ package testenv
 
 import "syscall"
 
-// sysProcAttr has no parent-death signal outside Linux; Cleanup and Main
+// SysProcAttr has no parent-death signal outside Linux; Cleanup and Main
 // still stop the servers, a crashed test binary may leave them behind.
-func sysProcAttr() *syscall.SysProcAttr { return nil }
+func SysProcAttr() *syscall.SysProcAttr { return nil }
 
 // probeXattr cannot check portably; versitygw reports the problem itself.
 func probeXattr(string) error { return nil }

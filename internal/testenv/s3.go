@@ -125,7 +125,7 @@ func (s *S3) Stop() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.proc.stop(10 * time.Second)
+	s.proc.Stop(10 * time.Second)
 }
 
 // Restart starts the server again on the same port with the same data and
@@ -142,7 +142,7 @@ func (s *S3) Restart(tb testing.TB) {
 	if s.closed {
 		tb.Fatalf("testenv: Restart after the S3 server was cleaned up")
 	}
-	s.proc.stop(10 * time.Second)
+	s.proc.Stop(10 * time.Second)
 	var err error
 	// The port was ours a moment ago; a brief conflict is worth waiting out.
 	for range 20 {
@@ -164,7 +164,7 @@ func (s *S3) shutdown() {
 		defer s.mu.Unlock()
 		s.closed = true
 		if s.proc != nil {
-			s.proc.stop(10 * time.Second)
+			s.proc.Stop(10 * time.Second)
 		}
 		_ = os.RemoveAll(s.dir)
 	})
@@ -247,7 +247,7 @@ func (s *S3) launch() error {
 		return resp.Body.Close()
 	})
 	if err != nil {
-		p.stop(10 * time.Second)
+		p.Stop(10 * time.Second)
 		return withLog(fmt.Errorf("versitygw on %s: %w", s.addr, err), s.logPath)
 	}
 	s.proc = p
