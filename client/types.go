@@ -54,6 +54,7 @@ type LinkObject struct {
 type Link struct {
 	ID             string           `json:"id"`
 	URL            string           `json:"url"`
+	NamedURL       string           `json:"named_url"` // URL + "/" + the escaped file name (SPEC §3)
 	Token          string           `json:"token"`
 	Downloads      int              `json:"downloads"`
 	Remaining      int              `json:"remaining"`

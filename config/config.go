@@ -45,6 +45,9 @@ type Config struct {
 	AdminToken  string // GATEWAY_ADMIN_TOKEN
 	Secret      string // GATEWAY_SECRET; the HMAC key is the string's bytes
 	DataDir     string // GATEWAY_DATA_DIR
+	// SecretPrevious is GATEWAY_SECRET_PREVIOUS: older secrets,
+	// comma-separated, whose tokens are still accepted (PreviousSecrets).
+	SecretPrevious string
 
 	DBDriver string // GATEWAY_DB_DRIVER: "sqlite" or "mysql"
 	DBDSN    string // GATEWAY_DB_DSN
@@ -68,6 +71,12 @@ type Config struct {
 	SlotLease             time.Duration // GATEWAY_SLOT_LEASE
 	SweepInterval         time.Duration // GATEWAY_SWEEP_INTERVAL
 
+	// PreviewAgents is GATEWAY_PREVIEW_AGENTS: a comma-separated list that
+	// replaces the built-in list of link-preview user agents; "none" means
+	// no agent (prefetch headers still count); empty keeps the built-in.
+	PreviewAgents  string
+	PreviewDetails bool // GATEWAY_PREVIEW_DETAILS: name file and size in previews
+
 	// NoMigrate is the --no-migrate flag of `gateway serve`; it has no
 	// environment variable or file key.
 	NoMigrate bool
@@ -90,6 +99,7 @@ func Default() *Config {
 		SessionMaxConcurrency: DefaultSessionMaxConcurrency,
 		SlotLease:             DefaultSlotLease,
 		SweepInterval:         DefaultSweepInterval,
+		PreviewDetails:        true,
 	}
 }
 
@@ -204,6 +214,19 @@ func DialableAddr(listen string) string {
 // generated secret is 64 hex characters.
 const minSecretLen = 32
 
+// PreviousSecrets returns the entries of SecretPrevious, newest first as
+// written, each trimmed of surrounding spaces; nil when it is unset.
+func (c *Config) PreviousSecrets() [][]byte {
+	if strings.TrimSpace(c.SecretPrevious) == "" {
+		return nil
+	}
+	var out [][]byte
+	for _, p := range strings.Split(c.SecretPrevious, ",") {
+		out = append(out, []byte(strings.TrimSpace(p)))
+	}
+	return out
+}
+
 // Validate checks a merged configuration. Load calls it; call it yourself
 // when you build a Config by hand. The error is one line naming the variable.
 func (c *Config) Validate() error {
@@ -223,6 +246,13 @@ func (c *Config) Validate() error {
 	}
 	if c.Secret != "" && len(c.Secret) < minSecretLen {
 		return bad("SECRET", "must be at least %d characters, got %d", minSecretLen, len(c.Secret))
+	}
+	// A previous secret still admits every token it made: it gets the
+	// same rule. The message names the entry, never its value.
+	for i, p := range c.PreviousSecrets() {
+		if len(p) < minSecretLen {
+			return bad("SECRET_PREVIOUS", "entry %d must be at least %d characters, got %d", i+1, minSecretLen, len(p))
+		}
 	}
 	if c.DataDir == "" {
 		return bad("DATA_DIR", "must not be empty")

@@ -110,6 +110,7 @@ var samples = map[string]string{
 	"PUBLIC_URL":              "https://dl.example.com",
 	"ADMIN_TOKEN":             "admin-token-sample",
 	"SECRET":                  strings.Repeat("s", 40),
+	"SECRET_PREVIOUS":         strings.Repeat("p", 40) + "," + strings.Repeat("q", 32),
 	"DATA_DIR":                "/srv/gw",
 	"DB_DRIVER":               "mysql",
 	"DB_DSN":                  "gw:pw@tcp(db:3306)/gateway",
@@ -127,6 +128,8 @@ var samples = map[string]string{
 	"SESSION_MAX_CONCURRENCY": "8",
 	"SLOT_LEASE":              "45s",
 	"SWEEP_INTERVAL":          "5s",
+	"PREVIEW_AGENTS":          "Slackbot,ExampleUnfurler",
+	"PREVIEW_DETAILS":         "false",
 }
 
 // TestEveryVariableFromEverySource proves that each variable is wired to its
@@ -210,6 +213,8 @@ func TestLoadValidationErrors(t *testing.T) {
 		{"PublicURLUser", map[string]string{"GATEWAY_PUBLIC_URL": "https://u:p@example.com"}, `config: GATEWAY_PUBLIC_URL: must not contain user information`},
 		{"S3EndpointRelative", map[string]string{"GATEWAY_S3_ENDPOINT": "minio:9000"}, `config: GATEWAY_S3_ENDPOINT: must be an absolute http or https URL`},
 		{"ShortSecret", map[string]string{"GATEWAY_SECRET": "short"}, `config: GATEWAY_SECRET: must be at least 32 characters, got 5`},
+		{"ShortPreviousSecret", map[string]string{"GATEWAY_SECRET_PREVIOUS": strings.Repeat("p", 32) + ",short"}, `config: GATEWAY_SECRET_PREVIOUS: entry 2 must be at least 32 characters, got 5`},
+		{"EmptyPreviousSecret", map[string]string{"GATEWAY_SECRET_PREVIOUS": strings.Repeat("p", 32) + ","}, `config: GATEWAY_SECRET_PREVIOUS: entry 2 must be at least 32 characters, got 0`},
 		{"LogFormat", map[string]string{"GATEWAY_LOG_FORMAT": "xml"}, `config: GATEWAY_LOG_FORMAT: must be "text" or "json", got "xml"`},
 		{"LogLevel", map[string]string{"GATEWAY_LOG_LEVEL": "loud"}, `config: GATEWAY_LOG_LEVEL: invalid level "loud"`},
 		{"ZeroGrace", map[string]string{"GATEWAY_SHUTDOWN_GRACE": "0s"}, `config: GATEWAY_SHUTDOWN_GRACE: must be positive, got 0s`},
@@ -387,6 +392,46 @@ func TestRedacted(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), `"listen":"127.0.0.1:8080"`) {
 		t.Errorf("log line %s lacks the listen address", buf.String())
+	}
+}
+
+func TestPreviousSecretsAreRedacted(t *testing.T) {
+	old := strings.Repeat("o", 40)
+	c := MustLoad(t, nil, map[string]string{"GATEWAY_SECRET_PREVIOUS": old + "," + old})
+	if got := c.Redacted()["GATEWAY_SECRET_PREVIOUS"]; got != "[redacted]" {
+		t.Errorf("Redacted()[GATEWAY_SECRET_PREVIOUS] = %q, want [redacted]", got)
+	}
+	var buf strings.Builder
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("starting", "config", c)
+	PrintFlags(&buf)
+	if strings.Contains(buf.String(), old) {
+		t.Errorf("log line or help %s contains a previous secret", buf.String())
+	}
+}
+
+func TestPreviousSecrets(t *testing.T) {
+	a, b := strings.Repeat("a", 32), strings.Repeat("b", 40)
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"  ", nil},
+		{a, []string{a}},
+		{a + "," + b, []string{a, b}},
+		{" " + a + " , " + b + " ", []string{a, b}},
+	}
+	for _, tt := range tests {
+		got := (&Config{SecretPrevious: tt.in}).PreviousSecrets()
+		if len(got) != len(tt.want) {
+			t.Errorf("PreviousSecrets(%q) = %q, want %q", tt.in, got, tt.want)
+			continue
+		}
+		for i := range got {
+			if string(got[i]) != tt.want[i] {
+				t.Errorf("PreviousSecrets(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		}
 	}
 }
 

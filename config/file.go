@@ -21,6 +21,7 @@ type fileConfig struct {
 	PublicURL             fileValue `yaml:"public_url"`
 	AdminToken            fileValue `yaml:"admin_token"`
 	Secret                fileValue `yaml:"secret"`
+	SecretPrevious        fileValue `yaml:"secret_previous"`
 	DataDir               fileValue `yaml:"data_dir"`
 	DBDriver              fileValue `yaml:"db_driver"`
 	DBDSN                 fileValue `yaml:"db_dsn"`
@@ -38,6 +39,8 @@ type fileConfig struct {
 	SessionMaxConcurrency fileValue `yaml:"session_max_concurrency"`
 	SlotLease             fileValue `yaml:"slot_lease"`
 	SweepInterval         fileValue `yaml:"sweep_interval"`
+	PreviewAgents         fileValue `yaml:"preview_agents"`
+	PreviewDetails        fileValue `yaml:"preview_details"`
 }
 
 // fileValue is one scalar from the file, kept as text with its line for

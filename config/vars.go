@@ -31,6 +31,7 @@ var vars = []variable{
 	{name: "PUBLIC_URL", arg: "URL", usage: "base of link and session URLs (default http:// + listen address)", ptr: func(c *Config) any { return &c.PublicURL }},
 	{name: "ADMIN_TOKEN", arg: "TOKEN", usage: "admin bearer token (default: generated into the data dir)", secret: true, ptr: func(c *Config) any { return &c.AdminToken }},
 	{name: "SECRET", arg: "KEY", usage: "token derivation key, at least 32 characters (default: generated into the data dir)", secret: true, ptr: func(c *Config) any { return &c.Secret }},
+	{name: "SECRET_PREVIOUS", arg: "KEYS", usage: "older secrets, comma-separated, whose tokens are still accepted while the secret rotates", secret: true, ptr: func(c *Config) any { return &c.SecretPrevious }},
 	{name: "DATA_DIR", arg: "DIR", usage: "home of the embedded default's database, objects and secrets", ptr: func(c *Config) any { return &c.DataDir }},
 	{name: "DB_DRIVER", arg: "NAME", usage: `"sqlite" or "mysql"`, ptr: func(c *Config) any { return &c.DBDriver }},
 	{name: "DB_DSN", arg: "DSN", usage: "SQLite file (default data dir/gateway.db) or go-sql-driver MySQL DSN", ptr: func(c *Config) any { return &c.DBDSN }},
@@ -47,6 +48,8 @@ var vars = []variable{
 	{name: "SESSION_BYTE_BUDGET", arg: "BYTES", usage: "default session byte budget; 0 means 2 × object size, minimum 1 MiB", ptr: func(c *Config) any { return &c.SessionByteBudget }},
 	{name: "SESSION_MAX_CONCURRENCY", arg: "N", usage: "default concurrent requests per session", ptr: func(c *Config) any { return &c.SessionMaxConcurrency }},
 	{name: "SLOT_LEASE", arg: "DURATION", usage: "lease of a session's concurrency slot; a crashed process's slots lapse after it", ptr: func(c *Config) any { return &c.SlotLease }},
+	{name: "PREVIEW_AGENTS", arg: "LIST", usage: `comma-separated user-agent tokens of link previewers, replacing the built-in list ("none": no agent)`, ptr: func(c *Config) any { return &c.PreviewAgents }},
+	{name: "PREVIEW_DETAILS", usage: "show file name and size in link previews", ptr: func(c *Config) any { return &c.PreviewDetails }},
 	{name: "SWEEP_INTERVAL", arg: "DURATION", usage: "how often expired slots and sessions are swept", ptr: func(c *Config) any { return &c.SweepInterval }},
 }
 

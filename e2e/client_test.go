@@ -234,6 +234,7 @@ type LinkRequest struct {
 	ExpiresIn int64            `json:"expires_in"`
 	Filename  string           `json:"filename,omitempty"`
 	Delivery  string           `json:"delivery,omitempty"`
+	Confirm   bool             `json:"confirm,omitempty"`
 	Session   *SessionSettings `json:"session,omitempty"`
 }
 
@@ -254,6 +255,7 @@ type SessionSettings struct {
 type Link struct {
 	ID        string  `json:"id"`
 	URL       string  `json:"url"`
+	NamedURL  string  `json:"named_url"`
 	Token     string  `json:"token"`
 	Downloads int     `json:"downloads"`
 	Remaining int     `json:"remaining"`
@@ -374,12 +376,13 @@ func (a *Admin) MustRevokeSession(tb testing.TB, id string) {
 
 // Session is the JSON of a minted transfer session.
 type Session struct {
-	SessionURL     string `json:"session_url"`
-	SessionID      string `json:"session_id"`
-	ExpiresAt      string `json:"expires_at"`
-	ByteBudget     int64  `json:"byte_budget"`
-	MaxConcurrency int    `json:"max_concurrency"`
-	Object         struct {
+	SessionURL      string `json:"session_url"`
+	NamedSessionURL string `json:"named_session_url"`
+	SessionID       string `json:"session_id"`
+	ExpiresAt       string `json:"expires_at"`
+	ByteBudget      int64  `json:"byte_budget"`
+	MaxConcurrency  int    `json:"max_concurrency"`
+	Object          struct {
 		Size     int64  `json:"size"`
 		ETag     string `json:"etag"`
 		Filename string `json:"filename"`

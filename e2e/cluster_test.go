@@ -62,6 +62,24 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("People", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			fn   func(*testing.T)
+		}{
+			{"ResumingALinkURLFailsLoudlyAndKeepsThePartialFile", func(t *testing.T) { testResumingALinkFailsLoudly(t, c, large) }},
+			{"Aria2cOnAStreamLinkCompletesWithOneClaim", func(t *testing.T) { testAria2cOnAStreamLink(t, c, medium) }},
+			{"NamedURLsSaveUnderTheRealName", func(t *testing.T) { testNamedURLsSaveUnderTheRealName(t, c, small) }},
+			{"PreviewersClaimNothing", func(t *testing.T) { testPreviewersClaimNothing(t, c, small) }},
+			{"TwentyPostsOnAOneDownloadConfirmLinkGetOneFile", func(t *testing.T) { testConfirmLinkPostsRace(t, c, small) }},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				tc.fn(t)
+			})
+		}
+	})
+
 	t.Run("NoRawTokenReachesTheLogs", func(t *testing.T) {
 		checkNoTokenInLogs(t, c.Gateways...)
 	})

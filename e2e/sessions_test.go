@@ -111,14 +111,14 @@ func testSessionLinkRedirects(t *testing.T, c *Cluster, obj *Object) {
 	}
 	checkPublicHeaders(t, r)
 	loc := r.Header.Get("Location")
-	noteToken(loc)
 	if !strings.HasPrefix(loc, c.PublicURL+"/s/") {
 		t.Errorf("%v: Location %q, want a session URL under %s/s/", r, redact(loc), c.PublicURL)
 	}
 	var s Session
-	if err := json.Unmarshal(r.Body, &s); err != nil || s.SessionURL != loc {
-		t.Errorf("%v: body %.300q (%v), want the session JSON with session_url = Location", r, r.Body, err)
+	if err := json.Unmarshal(r.Body, &s); err != nil || s.NamedSessionURL != loc || !strings.HasPrefix(loc, s.SessionURL+"/") {
+		t.Errorf("%v: body %.300q (%v), want the session JSON with named_session_url = Location", r, r.Body, err)
 	}
+	noteToken(s.SessionURL)
 	checkBody(t, MustFetch(t, http.MethodGet, loc), obj)
 
 	dir := t.TempDir()

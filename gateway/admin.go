@@ -64,6 +64,7 @@ type sessionRequest struct {
 type linkBody struct {
 	ID             string          `json:"id"`
 	URL            string          `json:"url"`
+	NamedURL       string          `json:"named_url"`
 	Token          string          `json:"token"`
 	Downloads      int             `json:"downloads"`
 	Remaining      int             `json:"remaining"`
@@ -90,9 +91,11 @@ type objectBody struct {
 }
 
 func (s *Server) linkBody(l *ledger.Link) linkBody {
-	tok := token.Derive(s.Secret, token.Link, l.ID)
+	// The stored hash names the secret the link was made under, so after a
+	// rotation `links show` still answers the URL that works.
+	tok, _ := s.keys.Match(token.Link, l.ID, l.TokenHash)
 	b := linkBody{
-		ID: l.ID, URL: s.PublicURL + "/d/" + tok, Token: tok, Downloads: l.Allowance, Remaining: l.Remaining,
+		ID: l.ID, URL: s.PublicURL + "/d/" + tok, NamedURL: s.PublicURL + "/d/" + tok + "/" + urlName(l.Filename, l.Object.Key), Token: tok, Downloads: l.Allowance, Remaining: l.Remaining,
 		ExpiresAt: rfc3339(l.ExpiresAt), CreatedAt: rfc3339(l.CreatedAt), Delivery: l.Delivery, Confirm: l.Confirm,
 		Filename: l.Filename,
 		Object: objectBody{Bucket: l.Object.Bucket, Key: l.Object.Key, VersionID: l.Object.VersionID,
@@ -153,7 +156,7 @@ func (s *Server) handleCreateLink(w http.ResponseWriter, r *http.Request) {
 	}
 	id := uuid.Must(uuid.NewV7()).String()
 	l := &ledger.Link{
-		ID: id, TokenHash: token.Hash(token.Derive(s.Secret, token.Link, id)),
+		ID: id, TokenHash: token.Hash(s.keys.Derive(token.Link, id)),
 		Object: ledger.Object{Bucket: v.Bucket, Key: v.Key, VersionID: v.VersionID, Size: v.Size, ETag: v.ETag,
 			ContentType: v.ContentType, LastModified: v.LastModified},
 		Filename: cleanFilename(filename), AccountID: req.AccountID, Allowance: req.Downloads, Remaining: req.Downloads,
@@ -197,10 +200,6 @@ func (req *createLinkRequest) validate(now time.Time) string {
 		return "account_id must be at most 255 characters without control characters."
 	case len(req.Filename) > 1024:
 		return "filename must be at most 1024 bytes."
-	case req.Confirm:
-		// The landing page and POST claim of SPEC §8 are not built yet;
-		// accepting the flag would silently claim on GET.
-		return "confirm links are not supported by this version of the gateway."
 	}
 	if s := req.Session; s != nil {
 		switch {

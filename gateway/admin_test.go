@@ -194,7 +194,10 @@ func TestShowLinkReportsItsState(t *testing.T) {
 	if !strings.HasPrefix(l.URL, h.Server.PublicURL+"/d/") || !strings.HasSuffix(l.URL, "/"+l.Token) {
 		t.Errorf("url %q does not end in the token under %s/d/", l.URL, h.Server.PublicURL)
 	}
-	want := linkJSON{ID: l.ID, URL: l.URL, Token: l.Token, Downloads: 3, Remaining: 3,
+	if l.NamedURL != l.URL+"/State.zip" {
+		t.Errorf("named_url = %q, want %q", l.NamedURL, l.URL+"/State.zip")
+	}
+	want := linkJSON{ID: l.ID, URL: l.URL, NamedURL: l.NamedURL, Token: l.Token, Downloads: 3, Remaining: 3,
 		ExpiresAt: h.Clock.Now().Add(600 * time.Second).Format(time.RFC3339Nano), Delivery: "stream", Filename: "State.zip",
 		Object:  objectJSON{Bucket: obj.Bucket, Key: "state.bin", VersionID: obj.VersionID, Size: 2 << 20, ETag: obj.ETag, ContentType: "application/zip"},
 		Session: sessionParams{TTL: 3600, ByteBudget: 4 << 20, MaxConcurrency: 4}}
@@ -482,9 +485,11 @@ func TestWrongMethodAnswers405WithAllow(t *testing.T) {
 	cases := []struct {
 		base, method, path, allow string
 	}{
-		{h.Public.URL, http.MethodPost, "/d/" + tok, "GET, HEAD"},
-		{h.Public.URL, http.MethodDelete, "/d/" + tok, "GET, HEAD"},
-		{h.Public.URL, http.MethodGet, "/d/" + tok + "/sessions", "POST"},
+		{h.Public.URL, http.MethodPut, "/d/" + tok, "GET, HEAD, POST"},
+		{h.Public.URL, http.MethodDelete, "/d/" + tok, "GET, HEAD, POST"},
+		{h.Public.URL, http.MethodDelete, "/d/" + tok + "/sessions", "GET, HEAD, POST"},
+		{h.Public.URL, http.MethodPut, "/d/" + tok + "/name.txt", "GET, HEAD, POST"},
+		{h.Public.URL, http.MethodPost, "/s/" + tok + "/name.txt", "GET, HEAD"},
 		{h.Public.URL, http.MethodPut, "/s/" + tok, "GET, HEAD"},
 		{h.Admin.URL, http.MethodGet, "/v1/links", "POST"},
 		{h.Admin.URL, http.MethodPost, "/v1/sessions/x", "DELETE"},

@@ -215,6 +215,7 @@ type objectJSON struct {
 type linkJSON struct {
 	ID             string         `json:"id"`
 	URL            string         `json:"url"`
+	NamedURL       string         `json:"named_url"`
 	Token          string         `json:"token"`
 	Downloads      int            `json:"downloads"`
 	Remaining      int            `json:"remaining"`
@@ -237,12 +238,13 @@ type sessionParams struct {
 
 // sessionJSON is the body of a minted session (SPEC §3).
 type sessionJSON struct {
-	SessionURL     string `json:"session_url"`
-	SessionID      string `json:"session_id"`
-	ExpiresAt      string `json:"expires_at"`
-	ByteBudget     int64  `json:"byte_budget"`
-	MaxConcurrency int    `json:"max_concurrency"`
-	Object         struct {
+	SessionURL      string `json:"session_url"`
+	NamedSessionURL string `json:"named_session_url"`
+	SessionID       string `json:"session_id"`
+	ExpiresAt       string `json:"expires_at"`
+	ByteBudget      int64  `json:"byte_budget"`
+	MaxConcurrency  int    `json:"max_concurrency"`
+	Object          struct {
 		Size        int64  `json:"size"`
 		ETag        string `json:"etag"`
 		ContentType string `json:"content_type"`

@@ -11,16 +11,18 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/pages"
 	"github.com/dlgate/dlgate/storage"
 	"github.com/dlgate/dlgate/token"
 )
 
-// pathToken returns the {token} of the route when it has the shape of a
-// token; otherwise it answers the generic 404 without any database query.
-func (s *Server) pathToken(w http.ResponseWriter, r *http.Request, notFound problem) (string, bool) {
+// pathToken returns the {token} of the route when it is a token of kind
+// that this gateway minted (token.Keys.Check); otherwise, malformed or
+// forged, it answers the generic 404 without any database query (SPEC §2).
+func (s *Server) pathToken(w http.ResponseWriter, r *http.Request, kind token.Kind, notFound problem) (string, bool) {
 	tok := mux.Vars(r)["token"]
-	if !token.Valid(tok) {
-		s.log.DebugContext(r.Context(), "refused", "reason", "malformed_token")
+	if !s.keys.Check(kind, tok) {
+		s.log.DebugContext(r.Context(), "refused", "reason", "invalid_token")
 		writeProblem(w, r, notFound, "")
 		return "", false
 	}
@@ -51,9 +53,12 @@ func (s *Server) lookupLink(w http.ResponseWriter, r *http.Request, tok string) 
 	return l, account, true
 }
 
-// handleLink serves GET and HEAD /d/{token} (SPEC §3).
+// handleLink serves GET, HEAD and POST /d/{token} and its named form
+// /d/{token}/{name} (SPEC §3, §8). GET claims unless the request is a
+// preview or the link asks for confirmation; POST always claims; HEAD
+// never does.
 func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
-	tok, ok := s.pathToken(w, r, probLinkUnavailable)
+	tok, ok := s.pathToken(w, r, token.Link, probLinkUnavailable)
 	if !ok {
 		return
 	}
@@ -61,7 +66,7 @@ func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 	// refused before anything is looked up or claimed. (Session affinity,
 	// SPEC §5, will answer 303 here for a verified account that already
 	// has a live session of this link.)
-	if r.Header.Get("Range") != "" {
+	if r.Method != http.MethodPost && r.Header.Get("Range") != "" {
 		w.Header().Set("Accept-Ranges", "none")
 		// The detail names the route, not this link's token: raw tokens
 		// never appear in error bodies (SPEC §2).
@@ -73,23 +78,43 @@ func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	attrs := []any{"link_id", l.ID}
-	if r.Method == http.MethodHead {
-		// HEAD never claims: it reports what GET would do right now.
-		if reason := l.Refusal(account, s.now()); reason != "" {
-			s.fail(w, r, ledger.Refused(reason), probLinkUnavailable, attrs...)
+	if r.Method != http.MethodPost {
+		// A preview, the page of a confirm link and HEAD claim nothing;
+		// each reports what a claim would do right now.
+		why := s.previewOf(r)
+		if why != "" || l.Confirm || r.Method == http.MethodHead {
+			s.answerWithoutClaim(w, r, l, account, why)
 			return
 		}
-		s.objectHeaders(w, l.Object, l.Filename)
-		w.Header().Set("Accept-Ranges", "none")
-		w.WriteHeader(http.StatusOK)
-		return
 	}
 	if l.Delivery == ledger.DeliverySession {
 		s.mintAndAnswer(w, r, l, account, "", true)
 		return
 	}
 	s.stream(w, r, l, account)
+}
+
+// answerWithoutClaim answers the GET or HEAD of /d/{token} that claims nothing: a
+// preview (why names it), a confirm link's landing page, or the headers
+// a GET would send.
+func (s *Server) answerWithoutClaim(w http.ResponseWriter, r *http.Request, l *ledger.Link, account, why string) {
+	attrs := []any{"link_id", l.ID}
+	if reason := l.Refusal(account, s.now()); reason != "" {
+		s.fail(w, r, ledger.Refused(reason), probLinkUnavailable, attrs...)
+		return
+	}
+	switch {
+	case why != "":
+		s.log.InfoContext(r.Context(), "preview served", append(attrs, "preview", why)...)
+		s.metrics.previews.WithLabelValues("link").Inc()
+		pages.WritePreview(w, r, pages.Preview{File: s.pageFile(l.Filename, l.Object, l.ExpiresAt), Details: s.previewDetails(l.AccountID), FormMethod: "post"})
+	case l.Confirm:
+		pages.WriteLanding(w, r, pages.Landing{File: s.pageFile(l.Filename, l.Object, l.ExpiresAt)})
+	default:
+		s.objectHeaders(w, l.Object, l.Filename)
+		w.Header().Set("Accept-Ranges", "none")
+		w.WriteHeader(http.StatusOK)
+	}
 }
 
 // stream claims one allowance and sends the whole object (delivery

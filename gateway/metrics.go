@@ -18,6 +18,7 @@ type metrics struct {
 	claims     *prometheus.CounterVec
 	refunds    prometheus.Counter
 	sessions   *prometheus.CounterVec
+	previews   *prometheus.CounterVec
 	streaming  prometheus.Gauge
 	budgetDraw prometheus.Counter
 	swept      *prometheus.CounterVec
@@ -45,6 +46,9 @@ func newMetrics() *metrics {
 		sessions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_sessions_minted_total", Help: "Transfer sessions by outcome (created or replayed).",
 		}, []string{"outcome"}),
+		previews: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_previews_total", Help: "Previews served to link checkers and prefetches, which claim nothing.",
+		}, []string{"route"}),
 		streaming: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gateway_streams_in_flight", Help: "Responses currently sending object bytes.",
 		}),
@@ -55,7 +59,7 @@ func newMetrics() *metrics {
 			Name: "gateway_sweeper_rows_total", Help: "Rows handled by the sweeper.",
 		}, []string{"what"}),
 	}
-	m.reg.MustRegister(m.requests, m.duration, m.bodyBytes, m.claims, m.refunds, m.sessions,
+	m.reg.MustRegister(m.requests, m.duration, m.bodyBytes, m.claims, m.refunds, m.sessions, m.previews,
 		m.streaming, m.budgetDraw, m.swept,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -13,11 +13,26 @@ import (
 
 type ctxKey int
 
-const requestIDKey ctxKey = 0
+const reqInfoKey ctxKey = 0
+
+// reqInfo is what the wrapper knows of a request: its id, the listener,
+// and the route label the router fills in once it has matched.
+type reqInfo struct {
+	id     string
+	route  string
+	public bool
+}
+
+func infoOf(r *http.Request) *reqInfo {
+	info, _ := r.Context().Value(reqInfoKey).(*reqInfo)
+	return info
+}
 
 func requestID(r *http.Request) string {
-	id, _ := r.Context().Value(requestIDKey).(string)
-	return id
+	if info := infoOf(r); info != nil {
+		return info.id
+	}
+	return ""
 }
 
 func newRequestID() string {
@@ -76,16 +91,27 @@ func (w *recorder) Flush() {
 	}
 }
 
-// instrument gives every request an id, common headers (public routes),
-// a log line and metrics.
-func (s *Server) instrument(route string, public bool, h http.HandlerFunc) http.Handler {
+// named labels the request with its route for logs and metrics.
+func named(route string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if info := infoOf(r); info != nil {
+			info.route = route
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// wrap gives every request of a listener an id, the listener's common
+// headers, a log line and metrics. It sits around the whole router so that
+// nothing the router answers on its own escapes it.
+func (s *Server) wrap(public bool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := newRequestID()
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+		info := &reqInfo{id: newRequestID(), route: "unknown", public: public}
+		r = r.WithContext(context.WithValue(r.Context(), reqInfoKey, info))
 		rec := &recorder{ResponseWriter: w}
 		hd := w.Header()
-		hd.Set("X-Request-Id", id)
+		hd.Set("X-Request-Id", info.id)
 		if public {
 			// SPEC §3: on every public response, errors included.
 			hd.Set("Cache-Control", "no-store")
@@ -97,14 +123,15 @@ func (s *Server) instrument(route string, public bool, h http.HandlerFunc) http.
 			if status == 0 {
 				status = http.StatusOK
 			}
+			route := info.route
 			s.metrics.observe(route, r.Method, status, time.Since(start), rec.bytes)
 			level := slog.LevelInfo
 			if status == http.StatusNotFound || status == http.StatusRequestedRangeNotSatisfiable || route == "healthz" || route == "metrics" {
 				level = slog.LevelDebug
 			}
-			s.log.Log(r.Context(), level, "http", "request_id", id, "route", route, "method", r.Method,
+			s.log.Log(r.Context(), level, "http", "request_id", info.id, "route", route, "method", r.Method,
 				"status", status, "bytes", rec.bytes, "duration_ms", strconv.FormatFloat(float64(time.Since(start).Microseconds())/1000, 'f', 1, 64))
 		}()
-		h(rec, r)
+		h.ServeHTTP(rec, r)
 	})
 }

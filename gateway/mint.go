@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,12 +16,13 @@ import (
 // sessionBody is the JSON of a minted session (SPEC §3). Every field comes
 // from the stored session row, so a replay answers the identical body.
 type sessionBody struct {
-	SessionURL     string        `json:"session_url"`
-	SessionID      string        `json:"session_id"`
-	ExpiresAt      string        `json:"expires_at"`
-	ByteBudget     int64         `json:"byte_budget"`
-	MaxConcurrency int           `json:"max_concurrency"`
-	Object         sessionObject `json:"object"`
+	SessionURL      string        `json:"session_url"`
+	NamedSessionURL string        `json:"named_session_url"`
+	SessionID       string        `json:"session_id"`
+	ExpiresAt       string        `json:"expires_at"`
+	ByteBudget      int64         `json:"byte_budget"`
+	MaxConcurrency  int           `json:"max_concurrency"`
+	Object          sessionObject `json:"object"`
 }
 
 type sessionObject struct {
@@ -30,13 +32,16 @@ type sessionObject struct {
 	Filename    string `json:"filename"`
 }
 
-func (s *Server) sessionURL(id string) string {
-	return s.PublicURL + "/s/" + token.Derive(s.Secret, token.Session, id)
+// sessionURL is the URL of x's stored token: an idempotent replay after a
+// secret rotation must answer the URL that was minted, not a new one.
+func (s *Server) sessionURL(x *ledger.Session) string {
+	tok, _ := s.keys.Match(token.Session, x.ID, x.TokenHash)
+	return s.PublicURL + "/s/" + tok
 }
 
 func (s *Server) sessionBody(x *ledger.Session) sessionBody {
 	return sessionBody{
-		SessionURL: s.sessionURL(x.ID), SessionID: x.ID,
+		SessionURL: s.sessionURL(x), NamedSessionURL: s.sessionURL(x) + "/" + urlName(x.Filename, x.Object.Key), SessionID: x.ID,
 		ExpiresAt: rfc3339(x.ExpiresAt), ByteBudget: x.ByteBudget, MaxConcurrency: x.MaxConcurrency,
 		Object: sessionObject{Size: x.Object.Size, ETag: x.Object.ETag, ContentType: x.Object.ContentType,
 			Filename: cleanFilename(firstNonEmpty(x.Filename, x.Object.Key))},
@@ -46,7 +51,7 @@ func (s *Server) sessionBody(x *ledger.Session) sessionBody {
 // handleMint serves POST /d/{token}/sessions: one claim, one session,
 // whatever the link's delivery mode.
 func (s *Server) handleMint(w http.ResponseWriter, r *http.Request) {
-	tok, ok := s.pathToken(w, r, probLinkUnavailable)
+	tok, ok := s.pathToken(w, r, token.Link, probLinkUnavailable)
 	if !ok {
 		return
 	}
@@ -75,7 +80,7 @@ func (s *Server) mintAndAnswer(w http.ResponseWriter, r *http.Request, l *ledger
 	x, created, err := s.Ledger.MintSession(r.Context(), ledger.MintRequest{
 		Claim:          ledger.ClaimRequest{LinkID: l.ID, AccountID: account, Client: clientDescriptor(r)},
 		SessionID:      id,
-		TokenHash:      token.Hash(token.Derive(s.Secret, token.Session, id)),
+		TokenHash:      token.Hash(s.keys.Derive(token.Session, id)),
 		ByteBudget:     budget,
 		MaxConcurrency: slots,
 		ExpiresAt:      sessions.SessionExpiry(s.now(), l.ExpiresAt, ttl),
@@ -100,7 +105,9 @@ func (s *Server) mintAndAnswer(w http.ResponseWriter, r *http.Request, l *ledger
 	body := s.sessionBody(x)
 	if redirect {
 		// RFC 9110 §15.4.4: 303 makes every client follow with a GET.
-		w.Header().Set("Location", body.SessionURL)
+		// The named URL, so that a browser, wget or aria2c following it
+		// saves the file under its name (SPEC §3 "Named URLs").
+		w.Header().Set("Location", body.NamedSessionURL)
 		status = http.StatusSeeOther
 	}
 	writeJSON(w, status, body)
@@ -125,6 +132,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.Encode(v) //nolint:errcheck // the client is gone
+}
+
+// urlName is the last segment of a named URL: the cleaned file name,
+// escaped as one path segment. The gateway ignores it when serving.
+func urlName(filename, key string) string {
+	return url.PathEscape(cleanFilename(firstNonEmpty(filename, key)))
 }
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

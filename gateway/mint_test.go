@@ -29,13 +29,13 @@ func TestSessionDeliveryRedirectsToANewSession(t *testing.T) {
 	}
 	s := mustJSON[sessionJSON](t, body)
 	loc := resp.Header.Get("Location")
-	if loc == "" || loc != s.SessionURL || !strings.HasPrefix(loc, h.Server.PublicURL+"/s/") {
-		t.Errorf("Location = %q, session_url %q; want equal, under %s/s/", loc, s.SessionURL, h.Server.PublicURL)
+	if loc == "" || loc != s.NamedSessionURL || loc != s.SessionURL+"/Holiday%20clip.mp4" || !strings.HasPrefix(loc, h.Server.PublicURL+"/s/") {
+		t.Errorf("Location = %q, named_session_url %q, session_url %q; want the named session URL, under %s/s/", loc, s.NamedSessionURL, s.SessionURL, h.Server.PublicURL)
 	}
-	if tok := strings.TrimPrefix(loc, h.Server.PublicURL+"/s/"); !token.Valid(tok) {
-		t.Errorf("session token %q does not have the token shape", tok)
+	if tok := strings.TrimPrefix(s.SessionURL, h.Server.PublicURL+"/s/"); !testKeys.Check(token.Session, tok) {
+		t.Errorf("session token %q is not a session token of the harness", tok)
 	}
-	want := sessionJSON{SessionURL: loc, SessionID: s.SessionID,
+	want := sessionJSON{SessionURL: s.SessionURL, NamedSessionURL: loc, SessionID: s.SessionID,
 		ExpiresAt:  h.Clock.Now().Add(time.Hour).Format(time.RFC3339Nano),
 		ByteBudget: 1 << 20, MaxConcurrency: 4}
 	want.Object.Size, want.Object.ETag, want.Object.ContentType, want.Object.Filename = 5000, obj.ETag, "video/mp4", "Holiday clip.mp4"
@@ -77,7 +77,7 @@ func TestMintAnswersTheSessionFieldsOfTheSpec(t *testing.T) {
 		slices.Sort(k)
 		return k
 	}
-	if got, want := keys(raw), []string{"byte_budget", "expires_at", "max_concurrency", "object", "session_id", "session_url"}; !slices.Equal(got, want) {
+	if got, want := keys(raw), []string{"byte_budget", "expires_at", "max_concurrency", "named_session_url", "object", "session_id", "session_url"}; !slices.Equal(got, want) {
 		t.Errorf("body fields = %v, want %v", got, want)
 	}
 	obj, _ := raw["object"].(map[string]any)

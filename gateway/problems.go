@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/pages"
 	"github.com/dlgate/dlgate/storage"
 )
 
@@ -16,33 +17,50 @@ import (
 const ProblemBase = "https://dlgate.dev/problems/"
 
 // problem is one kind of error answer: status, type and title are fixed
-// per kind so clients can rely on them; detail may vary.
+// per kind so clients can rely on them; detail may vary. help is the
+// sentence a person in a browser reads under the title (SPEC §3).
 type problem struct {
 	Status int
 	Type   string
 	Title  string
+	help   string
 }
 
 // The public and admin error answers, all in one place.
 var (
-	probLinkUnavailable      = problem{http.StatusNotFound, "link-unavailable", "This link is not available"}
-	probSessionUnavailable   = problem{http.StatusNotFound, "session-unavailable", "This transfer session is not available"}
-	probNotFound             = problem{http.StatusNotFound, "not-found", "Not found"}
-	probMethodNotAllowed     = problem{http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed"}
-	probRangeRequiresSession = problem{http.StatusRequestedRangeNotSatisfiable, "range-requires-session", "Range requests need a transfer session"}
-	probRangeNotSatisfiable  = problem{http.StatusRequestedRangeNotSatisfiable, "range-not-satisfiable", "Range not satisfiable"}
-	probAuthRequired         = problem{http.StatusUnauthorized, "authentication-required", "Authentication required"}
-	probAdminUnauthorized    = problem{http.StatusUnauthorized, "unauthorized", "A valid admin bearer token is required"}
-	probBudgetExhausted      = problem{http.StatusForbidden, "byte-budget-exhausted", "The session's byte budget is spent"}
-	probTooManyRequests      = problem{http.StatusTooManyRequests, "too-many-concurrent-requests", "Too many concurrent requests for this session"}
-	probBadRequest           = problem{http.StatusBadRequest, "bad-request", "Bad request"}
-	probInvalidKey           = problem{http.StatusBadRequest, "invalid-key", "Invalid object key"}
-	probObjectNotFound       = problem{http.StatusUnprocessableEntity, "object-not-found", "The object does not exist"}
-	probConflict             = problem{http.StatusConflict, "idempotency-conflict", "The idempotency key was used for a different request"}
-	probStorageUnavailable   = problem{http.StatusBadGateway, "storage-unavailable", "The object store failed"}
-	probStorageTimeout       = problem{http.StatusServiceUnavailable, "storage-timeout", "The object store did not answer in time"}
-	probDatabaseUnavailable  = problem{http.StatusServiceUnavailable, "database-unavailable", "The database is unavailable"}
-	probInternal             = problem{http.StatusInternalServerError, "internal-error", "Internal server error"}
+	probLinkUnavailable = problem{http.StatusNotFound, "link-unavailable", "This link is no longer available",
+		"It may have expired, been used up or been withdrawn. Ask the person who sent it for a new link."}
+	probSessionUnavailable = problem{http.StatusNotFound, "session-unavailable", "This transfer session is no longer available",
+		"It may have expired or been withdrawn. Open the original download link again, or ask for a new one."}
+	probNotFound         = problem{http.StatusNotFound, "not-found", "Not found", "There is nothing at this address."}
+	probMethodNotAllowed = problem{http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed",
+		"This address does not accept that kind of request."}
+	// 409, not 416: curl -C - and wget -c read a 416 on resume as "already
+	// complete", exit 0 and keep a truncated file; a 409 makes both fail
+	// loudly and leave the partial file alone (SPEC §3 step 2).
+	probRangeRequiresSession = problem{http.StatusConflict, "range-requires-session", "Range requests need a transfer session",
+		"Resuming or splitting a download needs a transfer session; a download link only serves the whole file."}
+	probRangeNotSatisfiable = problem{http.StatusRequestedRangeNotSatisfiable, "range-not-satisfiable", "Range not satisfiable",
+		"The requested part of the file is outside the file."}
+	probAuthRequired = problem{http.StatusUnauthorized, "authentication-required", "Authentication required",
+		"This link is for a signed-in recipient. Sign in and open it again."}
+	probAdminUnauthorized = problem{http.StatusUnauthorized, "unauthorized", "A valid admin bearer token is required", ""}
+	probBudgetExhausted   = problem{http.StatusForbidden, "byte-budget-exhausted", "The session's byte budget is spent",
+		"This transfer session has sent all the data it may send. Open the original download link again if it allows another download."}
+	probTooManyRequests = problem{http.StatusTooManyRequests, "too-many-concurrent-requests", "Too many concurrent requests for this session",
+		"Too many downloads of this transfer are running at once. Wait a moment and try again."}
+	probBadRequest         = problem{http.StatusBadRequest, "bad-request", "Bad request", "The request could not be understood."}
+	probInvalidKey         = problem{http.StatusBadRequest, "invalid-key", "Invalid object key", ""}
+	probObjectNotFound     = problem{http.StatusUnprocessableEntity, "object-not-found", "The object does not exist", ""}
+	probConflict           = problem{http.StatusConflict, "idempotency-conflict", "The idempotency key was used for a different request", ""}
+	probStorageUnavailable = problem{http.StatusBadGateway, "storage-unavailable", "The object store failed",
+		"The file could not be read right now. Nothing was used up; try again in a moment."}
+	probStorageTimeout = problem{http.StatusServiceUnavailable, "storage-timeout", "The object store did not answer in time",
+		"The file could not be read right now. Nothing was used up; try again in a moment."}
+	probDatabaseUnavailable = problem{http.StatusServiceUnavailable, "database-unavailable", "The database is unavailable",
+		"The service is having trouble. Try again in a moment."}
+	probInternal = problem{http.StatusInternalServerError, "internal-error", "Internal server error",
+		"Something went wrong on our side. Try again in a moment."}
 )
 
 // errorTable maps domain errors to answers, first match wins. Refusals
@@ -82,7 +100,8 @@ type problemBody struct {
 	RequestID string `json:"request_id,omitempty"`
 }
 
-// writeProblem sends p as application/problem+json. detail is written by
+// writeProblem sends p as application/problem+json, or as an HTML page
+// to a person's browser on the public listener (SPEC §3). detail is written by
 // us, never err.Error(): error strings can carry paths, hosts or SQL.
 func writeProblem(w http.ResponseWriter, r *http.Request, p problem, detail string) {
 	h := w.Header()
@@ -93,6 +112,11 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p problem, detail stri
 			continue
 		}
 		h.Del(k)
+	}
+	if info := infoOf(r); info != nil && info.public && wantsHTML(r) {
+		pages.WriteError(w, r, pages.Error{Status: p.Status, Title: p.Title, Message: p.help,
+			Type: ProblemBase + p.Type, RequestID: requestID(r)})
+		return
 	}
 	h.Set("Content-Type", "application/problem+json")
 	body, _ := json.Marshal(problemBody{Type: ProblemBase + p.Type, Title: p.Title, Status: p.Status, Detail: detail, RequestID: requestID(r)})

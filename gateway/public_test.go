@@ -56,10 +56,10 @@ func TestEveryPublicAnswerCarriesTheCommonHeaders(t *testing.T) {
 
 	do("stream GET", http.StatusOK, http.MethodGet, stream.URL, nil)
 	do("link HEAD", http.StatusOK, http.MethodHead, stream.URL, nil)
-	do("link GET with Range", http.StatusRequestedRangeNotSatisfiable, http.MethodGet, stream.URL, http.Header{"Range": {"bytes=0-1"}})
+	do("link GET with Range", http.StatusConflict, http.MethodGet, stream.URL, http.Header{"Range": {"bytes=0-1"}})
 	do("malformed token", http.StatusNotFound, http.MethodGet, h.Public.URL+"/d/short", nil)
 	do("account-bound link, anonymous", http.StatusUnauthorized, http.MethodGet, bound.URL, nil)
-	do("wrong method", http.StatusMethodNotAllowed, http.MethodPost, stream.URL, nil)
+	do("wrong method", http.StatusMethodNotAllowed, http.MethodDelete, stream.URL, nil)
 	do("unknown path", http.StatusNotFound, http.MethodGet, h.Public.URL+"/nope", nil)
 	do("exhausting GET", http.StatusOK, http.MethodGet, spent.URL, nil)
 	do("exhausted link", http.StatusNotFound, http.MethodGet, spent.URL, nil)
@@ -98,7 +98,7 @@ func TestEveryPublicAnswerCarriesTheCommonHeaders(t *testing.T) {
 
 func TestMalformedTokensAreRefusedWithoutTheDatabase(t *testing.T) {
 	h := MustHarness(t)
-	valid := token.Derive(testSecret, token.Link, "x")
+	valid := testKeys.Derive(token.Link, "x")
 	cases := []struct {
 		name, method, path, suffix string
 	}{
@@ -139,22 +139,22 @@ func TestRangeOnALinkIsRefusedBeforeAnyClaim(t *testing.T) {
 	h := MustHarness(t)
 	l := h.MustObjectLink(t, "r.bin", testData(4096), map[string]any{"downloads": 2})
 	for _, method := range []string{http.MethodGet, http.MethodHead} {
-		t.Run(method+"WithRangeIs416", func(t *testing.T) {
+		t.Run(method+"WithRangeIs409", func(t *testing.T) {
 			before := h.Ledger.Calls("")
 			resp, body := h.Do(t, method, l.URL, http.Header{"Range": {"bytes=0-99"}})
-			if resp.StatusCode != http.StatusRequestedRangeNotSatisfiable {
-				t.Fatalf("%s with Range = %d, want 416", method, resp.StatusCode)
+			if resp.StatusCode != http.StatusConflict {
+				t.Fatalf("%s with Range = %d, want 409", method, resp.StatusCode)
 			}
 			if got := resp.Header.Get("Accept-Ranges"); got != "none" {
 				t.Errorf("Accept-Ranges = %q, want none", got)
 			}
 			if method == http.MethodGet {
-				p := mustProblem(t, resp, body, http.StatusRequestedRangeNotSatisfiable, "range-requires-session")
+				p := mustProblem(t, resp, body, http.StatusConflict, "range-requires-session")
 				if !strings.Contains(p.Detail, "POST /d/") || !strings.Contains(p.Detail, "/sessions") {
 					t.Errorf("detail = %q, want it to point to POST /d/{token}/sessions", p.Detail)
 				}
 				if tok := l.URL[strings.LastIndex(l.URL, "/")+1:]; strings.Contains(string(body), tok) {
-					t.Errorf("the 416 body echoes the link token: %s", body)
+					t.Errorf("the 409 body echoes the link token: %s", body)
 				}
 			}
 			if n := h.Ledger.Calls("") - before; n != 0 {
@@ -235,7 +235,7 @@ func TestRefusedLinksLookAlike(t *testing.T) {
 		"Revoked":          revoked.URL,
 		"Exhausted":        exhausted.URL,
 		"SessionExhausted": sessionExhausted.URL,
-		"Unknown":          h.Public.URL + "/d/" + token.Derive(testSecret, token.Link, "no-such-link"),
+		"Unknown":          h.Public.URL + "/d/" + testKeys.Derive(token.Link, "no-such-link"),
 		"Malformed":        h.Public.URL + "/d/not-a-token",
 	}
 	var first string

@@ -73,7 +73,7 @@ func TestDeadSessionsLookAlike(t *testing.T) {
 	for name, u := range map[string]string{
 		"Revoked":   revoked.SessionURL,
 		"Expired":   expired.SessionURL,
-		"Unknown":   h.Server.PublicURL + "/s/" + token.Derive(testSecret, token.Session, "nope"),
+		"Unknown":   h.Server.PublicURL + "/s/" + testKeys.Derive(token.Session, "nope"),
 		"LinkToken": l.URL[len(h.Server.PublicURL+"/d/"):],
 	} {
 		if name == "LinkToken" {

@@ -12,12 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gorilla/mux"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/preview"
 	"github.com/dlgate/dlgate/sessions"
 	"github.com/dlgate/dlgate/storage"
+	"github.com/dlgate/dlgate/token"
 )
 
 // Authenticator verifies the caller's account on public routes (SPEC §8).
@@ -56,6 +55,15 @@ type Options struct {
 	WriteTimeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// SecretPrevious are older secrets whose tokens are still accepted,
+	// newest first, so the secret can be rotated (SPEC §2).
+	SecretPrevious [][]byte
+	// Previews recognises link previewers and prefetches (SPEC §8);
+	// default preview.Default().
+	Previews PreviewDetector
+	// HidePreviewDetails keeps file name and size out of previews
+	// (GATEWAY_PREVIEW_DETAILS=false).
+	HidePreviewDetails bool
 }
 
 // Server serves the public and admin routes.
@@ -63,6 +71,7 @@ type Server struct {
 	Options
 	log      *slog.Logger
 	metrics  *metrics
+	keys     *token.Keys
 	draining atomic.Bool
 }
 
@@ -75,9 +84,17 @@ func New(opts Options) (*Server, error) {
 	if opts.Ledger == nil || opts.Store == nil || len(opts.Secret) < 16 || opts.PublicURL == "" {
 		return nil, errors.New("gateway: ledger, store, a secret of at least 16 bytes and a public URL are required")
 	}
+	for _, p := range opts.SecretPrevious {
+		if len(p) < 16 {
+			return nil, errors.New("gateway: every previous secret must be at least 16 bytes")
+		}
+	}
 	opts.PublicURL = strings.TrimRight(opts.PublicURL, "/")
 	if opts.Auth == nil {
 		opts.Auth = Anonymous{}
+	}
+	if opts.Previews == nil {
+		opts.Previews = preview.Default()
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -94,72 +111,8 @@ func New(opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Server{Options: opts, log: opts.Logger, metrics: newMetrics()}, nil
-}
-
-// PublicHandler returns the handler for GATEWAY_LISTEN.
-func (s *Server) PublicHandler() http.Handler {
-	r := mux.NewRouter()
-	r.Handle("/d/{token}", s.instrument("link", true, s.handleLink)).Methods(http.MethodGet, http.MethodHead)
-	r.Handle("/d/{token}/sessions", s.instrument("mint", true, s.handleMint)).Methods(http.MethodPost)
-	r.Handle("/s/{token}", s.instrument("session", true, s.handleSession)).Methods(http.MethodGet, http.MethodHead)
-	// The same paths with any other method: 405 with Allow (RFC 9110
-	// §15.5.6), which mux's own MethodNotAllowedHandler cannot name.
-	r.Handle("/d/{token}", s.notAllowed(true, "GET, HEAD"))
-	r.Handle("/d/{token}/sessions", s.notAllowed(true, "POST"))
-	r.Handle("/s/{token}", s.notAllowed(true, "GET, HEAD"))
-	r.NotFoundHandler = s.instrument("unknown", true, func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, probNotFound, "")
-	})
-	r.MethodNotAllowedHandler = s.instrument("unknown", true, func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, probMethodNotAllowed, "")
-	})
-	return r
-}
-
-// AdminHandler returns the handler for GATEWAY_ADMIN_LISTEN.
-func (s *Server) AdminHandler() http.Handler {
-	r := mux.NewRouter()
-	// Keys may contain encoded characters; match on the raw path and
-	// unescape the variable ourselves.
-	r.UseEncodedPath()
-	auth := func(route string, h http.HandlerFunc) http.Handler {
-		return s.instrument(route, false, s.requireAdmin(h))
-	}
-	r.Handle("/v1/links", auth("admin_links_create", s.handleCreateLink)).Methods(http.MethodPost)
-	r.Handle("/v1/links/{id}", auth("admin_links_show", s.handleShowLink)).Methods(http.MethodGet)
-	r.Handle("/v1/links/{id}/revoke", auth("admin_links_revoke", s.handleRevokeLink)).Methods(http.MethodPost)
-	r.Handle("/v1/links/{id}/allowance", auth("admin_links_allowance", s.handleAllowance)).Methods(http.MethodPost)
-	r.Handle("/v1/links/{id}/grants", auth("admin_links_grants", s.handleGrants)).Methods(http.MethodGet)
-	r.Handle("/v1/sessions/{id}", auth("admin_sessions_revoke", s.handleRevokeSession)).Methods(http.MethodDelete)
-	r.Handle("/v1/objects/{key:.+}", auth("admin_objects_put", s.handlePutObject)).Methods(http.MethodPut)
-	r.Handle("/v1/links", s.notAllowed(false, "POST"))
-	r.Handle("/v1/links/{id}", s.notAllowed(false, "GET"))
-	r.Handle("/v1/links/{id}/revoke", s.notAllowed(false, "POST"))
-	r.Handle("/v1/links/{id}/allowance", s.notAllowed(false, "POST"))
-	r.Handle("/v1/links/{id}/grants", s.notAllowed(false, "GET"))
-	r.Handle("/v1/sessions/{id}", s.notAllowed(false, "DELETE"))
-	r.Handle("/v1/objects/{key:.+}", s.notAllowed(false, "PUT"))
-	r.Handle("/healthz", s.instrument("healthz", false, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})).Methods(http.MethodGet, http.MethodHead)
-	r.Handle("/readyz", s.instrument("readyz", false, s.handleReady)).Methods(http.MethodGet, http.MethodHead)
-	r.Handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})).Methods(http.MethodGet)
-	r.NotFoundHandler = s.instrument("unknown", false, func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, probNotFound, "")
-	})
-	r.MethodNotAllowedHandler = s.instrument("unknown", false, func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, probMethodNotAllowed, "")
-	})
-	return r
-}
-
-// notAllowed answers 405 naming the methods the path does allow.
-func (s *Server) notAllowed(public bool, allow string) http.Handler {
-	return s.instrument("method_not_allowed", public, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Allow", allow)
-		writeProblem(w, r, probMethodNotAllowed, "")
-	})
+	return &Server{Options: opts, log: opts.Logger, metrics: newMetrics(),
+		keys: token.NewKeys(opts.Secret, opts.SecretPrevious...)}, nil
 }
 
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/pages"
 	"github.com/dlgate/dlgate/sessions"
 	"github.com/dlgate/dlgate/token"
 )
@@ -19,7 +20,7 @@ import (
 // object version, whole or in ranges, under its byte budget and its
 // concurrency cap (SPEC §3).
 func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
-	tok, ok := s.pathToken(w, r, probSessionUnavailable)
+	tok, ok := s.pathToken(w, r, token.Session, probSessionUnavailable)
 	if !ok {
 		return
 	}
@@ -46,6 +47,13 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.fail(w, r, ledger.Refused(ledger.ReasonWrongAccount), probSessionUnavailable, attrs...)
+		return
+	}
+	if why := s.previewOf(r); why != "" {
+		// A preview draws no budget and takes no slot (SPEC §8).
+		s.log.InfoContext(r.Context(), "preview served", append(attrs, "preview", why)...)
+		s.metrics.previews.WithLabelValues("session").Inc()
+		pages.WritePreview(w, r, pages.Preview{File: s.pageFile(x.Filename, x.Object, x.ExpiresAt), Details: s.previewDetails(x.AccountID), FormMethod: "get"})
 		return
 	}
 

@@ -62,9 +62,14 @@ type Landing struct{ File }
 
 // Preview is what link checkers and prefetches get. Without Details it
 // names nothing (GATEWAY_PREVIEW_DETAILS=false, or an account-bound link).
+// A browser may show a prefetched answer when its user then opens the
+// link, so the preview carries a download button for that person: a form
+// with FormMethod ("post" on a link, which claims; "get" on a session)
+// to the page's own URL, which link checkers never submit.
 type Preview struct {
 	File
-	Details bool
+	Details    bool
+	FormMethod string
 }
 
 // WriteError renders p with status p.Status.
@@ -119,25 +124,27 @@ func HumanSize(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
-// Relative says how far t is from now in the largest whole unit: "in 3
-// hours", "in 1 minute", "now", "2 days ago".
+// Relative says how far t is from now in the largest unit that reads
+// well, rounded: "in 3 hours", "in 1 minute", "now", "2 days ago". A link
+// made to last 3 days reads "in 3 days", not "in 2 days", a moment later.
 func Relative(now, t time.Time) string {
 	d := t.Sub(now)
 	past := d < 0
 	if past {
 		d = -d
 	}
+	round := func(unit time.Duration) int64 { return int64((d + unit/2) / unit) }
 	var n int64
 	var u string
 	switch {
-	case d < time.Minute:
+	case d < 30*time.Second:
 		return "now"
-	case d < time.Hour:
-		n, u = int64(d/time.Minute), "minute"
-	case d < 48*time.Hour:
-		n, u = int64(d/time.Hour), "hour"
+	case round(time.Minute) < 60:
+		n, u = round(time.Minute), "minute"
+	case round(time.Hour) < 48:
+		n, u = round(time.Hour), "hour"
 	default:
-		n, u = int64(d/(24*time.Hour)), "day"
+		n, u = round(24*time.Hour), "day"
 	}
 	s := strconv.FormatInt(n, 10) + " " + u
 	if n != 1 {

@@ -46,7 +46,7 @@ func TestEveryValueIsEscaped(t *testing.T) {
 
 func TestPagesNeedNothingFromOutside(t *testing.T) {
 	w := render(t, http.MethodGet, func(w http.ResponseWriter, r *http.Request) {
-		WriteLanding(w, r, Landing{File{Name: "a.pdf", Size: 3 << 20, ExpiresAt: now.Add(90 * time.Minute), Now: now}})
+		WriteLanding(w, r, Landing{File{Name: "a.pdf", Size: 3 << 20, ExpiresAt: now.Add(70 * time.Minute), Now: now}})
 	})
 	body := w.Body.String()
 	for _, bad := range []string{"<script", "src=", "href=", "@import", "url("} {
@@ -54,7 +54,7 @@ func TestPagesNeedNothingFromOutside(t *testing.T) {
 			t.Errorf("landing page contains %q: it must be self-contained", bad)
 		}
 	}
-	for _, want := range []string{"a.pdf", "3.0 MiB", "in 1 hour", "1 Dec 2026 11:30 UTC", `<form method="post">`, `name="viewport"`} {
+	for _, want := range []string{"a.pdf", "3.0 MiB", "in 1 hour", "1 Dec 2026 11:10 UTC", `<form method="post">`, `name="viewport"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("landing page lacks %q:\n%s", want, body)
 		}
@@ -69,9 +69,9 @@ func TestPreviewWithoutDetailsNamesNothing(t *testing.T) {
 		t.Errorf("preview without details shows the file:\n%s", body)
 	}
 	w = render(t, http.MethodGet, func(w http.ResponseWriter, r *http.Request) {
-		WritePreview(w, r, Preview{File: File{Name: "plans.pdf", Size: 12345}, Details: true})
+		WritePreview(w, r, Preview{File: File{Name: "plans.pdf", Size: 12345}, Details: true, FormMethod: "post"})
 	})
-	for _, want := range []string{`<meta property="og:title" content="plans.pdf">`, `content="12.1 KiB · download link"`} {
+	for _, want := range []string{`<meta property="og:title" content="plans.pdf">`, `content="12.1 KiB · download link"`, `<form method="post">`} {
 		if !strings.Contains(w.Body.String(), want) {
 			t.Errorf("preview lacks %q:\n%s", want, w.Body.String())
 		}
@@ -113,8 +113,9 @@ func TestRelative(t *testing.T) {
 		d    time.Duration
 		want string
 	}{
-		{30 * time.Second, "now"}, {time.Minute, "in 1 minute"}, {59 * time.Minute, "in 59 minutes"},
-		{time.Hour, "in 1 hour"}, {47 * time.Hour, "in 47 hours"}, {72 * time.Hour, "in 3 days"},
+		{29 * time.Second, "now"}, {time.Minute, "in 1 minute"}, {59 * time.Minute, "in 59 minutes"},
+		{59*time.Minute + 40*time.Second, "in 1 hour"}, {time.Hour, "in 1 hour"}, {47 * time.Hour, "in 47 hours"},
+		{72 * time.Hour, "in 3 days"}, {72*time.Hour - time.Millisecond, "in 3 days"}, {90 * time.Minute, "in 2 hours"},
 		{-2 * time.Hour, "2 hours ago"},
 	}
 	for _, c := range cases {

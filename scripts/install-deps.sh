@@ -2,7 +2,7 @@
 # install-deps.sh installs what the test suite runs against, and only what is
 # missing, so running it again is cheap:
 #   - Debian packages: mariadb-server (mariadbd, mariadb-install-db),
-#     mariadb-client, aria2, curl, wget — as root only; otherwise it lists
+#     mariadb-client, aria2, curl, wget, chromium — as root only; otherwise it lists
 #     what is missing and goes on (tests then skip, or fail under
 #     GATEWAY_TEST_STRICT=1);
 #   - versitygw (S3 server with versioning) into ./bin with `go install`.
@@ -41,6 +41,10 @@ need mariadb-client /usr/bin/mariadb
 need aria2 aria2c
 need curl curl
 need wget wget
+# Headless Chromium for the browser e2e tests (driven by chromedp); a font so
+# that screenshots show text.
+need chromium /usr/bin/chromium
+need fonts-dejavu-core /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
 
 if [ "${#missing_pkgs[@]}" -gt 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then

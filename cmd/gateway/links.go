@@ -199,9 +199,14 @@ func (c *linksCommand) create(ctx context.Context, args []string) error {
 		return printJSON(c.main.Stdout, l)
 	}
 	// stdout stays just the URL for scripts; the id (for links show,
-	// revoke, top-up) goes to stderr.
+	// revoke, top-up) goes to stderr. The named URL, so that `wget URL`
+	// and `aria2c URL` save the file under its name (SPEC §9).
 	fmt.Fprintf(c.main.Stderr, "link %s: %d downloads, expires %s\n", l.ID, l.Downloads, l.ExpiresAt.UTC().Format(time.RFC3339))
-	fmt.Fprintln(c.main.Stdout, l.URL)
+	url := l.NamedURL
+	if url == "" { // a gateway from before named URLs
+		url = l.URL
+	}
+	fmt.Fprintln(c.main.Stdout, url)
 	return nil
 }
 

@@ -77,7 +77,7 @@ func (f *fakeAdmin) respondWith(status int, ctype, answer string) {
 }
 
 // linkAnswer is the link every successful link call returns.
-const linkAnswer = `{"id":"` + testLinkID + `","url":"` + testURL + `","token":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",` +
+const linkAnswer = `{"id":"` + testLinkID + `","url":"` + testURL + `","named_url":"` + testURL + `/hello.txt","token":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",` +
 	`"downloads":3,"remaining":5,"expires_at":"2030-01-02T03:04:05Z","delivery":"stream","account_id":null,` +
 	`"object":{"bucket":"default","key":"hello.txt","version_id":"v-7","size":13,"etag":"\"e\"","content_type":"text/plain"},` +
 	`"revoked_at":null,"grants":{"granted":1},"active_sessions":0}`
@@ -223,8 +223,8 @@ func TestLinksCreate(t *testing.T) {
 					t.Errorf("request %d = %+v\nwant %+v", i, got[i], tt.want[i])
 				}
 			}
-			if r.stdout != testURL+"\n" {
-				t.Errorf("stdout = %q, want the link URL", r.stdout)
+			if r.stdout != testURL+"/hello.txt\n" {
+				t.Errorf("stdout = %q, want the named link URL", r.stdout)
 			}
 			// The upload note (if any) comes first, then the link's id line.
 			wantIDLine := "link 7b0c3c52-9a57-4a43-9d55-1f2f5f0b3c11: 3 downloads, expires 2030-01-02T03:04:05Z\n"

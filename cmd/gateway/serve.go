@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/dlgate/dlgate/config"
@@ -16,6 +17,7 @@ import (
 	"github.com/dlgate/dlgate/ledger/mysql"
 	"github.com/dlgate/dlgate/ledger/sqlcore"
 	"github.com/dlgate/dlgate/ledger/sqlite"
+	"github.com/dlgate/dlgate/preview"
 	"github.com/dlgate/dlgate/sessions"
 	"github.com/dlgate/dlgate/storage"
 	"github.com/dlgate/dlgate/storage/fs"
@@ -68,6 +70,22 @@ func migrate(ctx context.Context, cfg *config.Config) error {
 	return db.Close()
 }
 
+// previewDetector is the built-in list of link previewers, or the one
+// GATEWAY_PREVIEW_AGENTS names instead ("none": no agent at all).
+func previewDetector(list string) (*preview.Detector, error) {
+	switch strings.TrimSpace(list) {
+	case "":
+		return preview.Default(), nil
+	case "none":
+		return preview.New(nil)
+	}
+	d, err := preview.New(preview.ParseList(list))
+	if err != nil {
+		return nil, fmt.Errorf("config: GATEWAY_PREVIEW_AGENTS: %w", err)
+	}
+	return d, nil
+}
+
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
 	if cfg.LogFormat == "json" {
@@ -81,6 +99,10 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 // cfg.ShutdownGrace to finish.
 func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	log := newLogger(cfg, os.Stderr)
+	previews, err := previewDetector(cfg.PreviewAgents)
+	if err != nil {
+		return err
+	}
 	newToken, err := cfg.EnsureSecrets()
 	if err != nil {
 		return err
@@ -113,10 +135,12 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		publicURL = "http://" + config.DialableAddr(pub.Addr().String())
 	}
 	srv, err := gateway.New(gateway.Options{
-		Ledger: db, Store: store, Secret: []byte(cfg.Secret), PublicURL: publicURL, AdminToken: cfg.AdminToken,
+		Ledger: db, Store: store, Secret: []byte(cfg.Secret), SecretPrevious: cfg.PreviousSecrets(),
+		PublicURL: publicURL, AdminToken: cfg.AdminToken,
 		Logger:    log,
 		Defaults:  sessions.Defaults{TTL: cfg.SessionTTL, ByteBudget: cfg.SessionByteBudget, MaxConcurrency: cfg.SessionMaxConcurrency},
 		SlotLease: cfg.SlotLease,
+		Previews:  previews, HidePreviewDetails: !cfg.PreviewDetails,
 	})
 	if err != nil {
 		return err

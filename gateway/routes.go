@@ -1,0 +1,104 @@
+package gateway
+
+import (
+	"net/http"
+
+	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// route is one line of a route table. Each route is declared once; the
+// 405 answer and its Allow header are derived from the table, not
+// repeated per path.
+type route struct {
+	name    string // the route label of logs and metrics
+	pattern string
+	methods []string
+	h       http.Handler
+}
+
+var (
+	getHead     = []string{http.MethodGet, http.MethodHead}
+	getHeadPost = []string{http.MethodGet, http.MethodHead, http.MethodPost}
+	post        = []string{http.MethodPost}
+)
+
+// publicRoutes are GATEWAY_LISTEN's routes (SPEC §3). The mint route comes
+// before the named link URL so that POST …/sessions always mints; a GET of
+// …/sessions is the named URL of a file called "sessions".
+func (s *Server) publicRoutes() []route {
+	return []route{
+		{"mint", "/d/{token}/sessions", post, http.HandlerFunc(s.handleMint)},
+		{"link", "/d/{token}", getHeadPost, http.HandlerFunc(s.handleLink)},
+		{"link", "/d/{token}/{name:.+}", getHeadPost, http.HandlerFunc(s.handleLink)},
+		{"session", "/s/{token}", getHead, http.HandlerFunc(s.handleSession)},
+		{"session", "/s/{token}/{name:.+}", getHead, http.HandlerFunc(s.handleSession)},
+	}
+}
+
+// adminRoutes are GATEWAY_ADMIN_LISTEN's routes (SPEC §6).
+func (s *Server) adminRoutes() []route {
+	admin := func(h http.HandlerFunc) http.Handler { return s.requireAdmin(h) }
+	open := func(h http.HandlerFunc) http.Handler { return h }
+	return []route{
+		{"admin_links_create", "/v1/links", post, admin(s.handleCreateLink)},
+		{"admin_links_show", "/v1/links/{id}", []string{http.MethodGet}, admin(s.handleShowLink)},
+		{"admin_links_revoke", "/v1/links/{id}/revoke", post, admin(s.handleRevokeLink)},
+		{"admin_links_allowance", "/v1/links/{id}/allowance", post, admin(s.handleAllowance)},
+		{"admin_links_grants", "/v1/links/{id}/grants", []string{http.MethodGet}, admin(s.handleGrants)},
+		{"admin_sessions_revoke", "/v1/sessions/{id}", []string{http.MethodDelete}, admin(s.handleRevokeSession)},
+		{"admin_objects_put", "/v1/objects/{key:.+}", []string{http.MethodPut}, admin(s.handlePutObject)},
+		{"healthz", "/healthz", getHead, open(func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		})},
+		{"readyz", "/readyz", getHead, open(s.handleReady)},
+		{"metrics", "/metrics", []string{http.MethodGet}, promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})},
+	}
+}
+
+// PublicHandler returns the handler for GATEWAY_LISTEN.
+func (s *Server) PublicHandler() http.Handler { return s.router(true, s.publicRoutes()) }
+
+// AdminHandler returns the handler for GATEWAY_ADMIN_LISTEN.
+func (s *Server) AdminHandler() http.Handler { return s.router(false, s.adminRoutes()) }
+
+// router builds a mux router from a route table and wraps all of it, so
+// that even mux's own answers (its path-cleaning 301, 404, 405) carry the
+// listener's headers and request id and are logged and counted.
+func (s *Server) router(public bool, routes []route) http.Handler {
+	r := mux.NewRouter()
+	if !public {
+		// Object keys may contain encoded characters; match on the raw
+		// path and unescape the variable ourselves.
+		r.UseEncodedPath()
+	}
+	for _, rt := range routes {
+		r.Handle(rt.pattern, named(rt.name, rt.h)).Methods(rt.methods...)
+	}
+	r.NotFoundHandler = named("unknown", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		writeProblem(w, req, probNotFound, "")
+	}))
+	r.MethodNotAllowedHandler = named("method_not_allowed", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		// RFC 9110 §15.5.6: a 405 names the methods the target allows.
+		w.Header().Set("Allow", allowed(r, req))
+		writeProblem(w, req, probMethodNotAllowed, "")
+	}))
+	return s.wrap(public, r)
+}
+
+// allowed lists the methods some route of r accepts for req's path.
+func allowed(r *mux.Router, req *http.Request) string {
+	var list string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		probe := req.Clone(req.Context())
+		probe.Method = m
+		var match mux.RouteMatch
+		if r.Match(probe, &match) && match.MatchErr == nil {
+			if list != "" {
+				list += ", "
+			}
+			list += m
+		}
+	}
+	return list
+}
