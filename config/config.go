@@ -77,6 +77,19 @@ type Config struct {
 	PreviewAgents  string
 	PreviewDetails bool // GATEWAY_PREVIEW_DETAILS: name file and size in previews
 
+	// Caller verification and client address (SPEC §8); checked in depth
+	// by auth.New when the gateway starts.
+	Auth            string        // GATEWAY_AUTH: none, jwt or header
+	AuthCookie      string        // GATEWAY_AUTH_COOKIE
+	AuthHeader      string        // GATEWAY_AUTH_HEADER
+	TrustedProxies  string        // GATEWAY_TRUSTED_PROXIES: comma-separated CIDRs or addresses
+	JWTKey          string        // GATEWAY_JWT_KEY: HS256 secret, PEM public key or @file
+	JWTJWKSURL      string        // GATEWAY_JWT_JWKS_URL
+	JWTIssuer       string        // GATEWAY_JWT_ISSUER
+	JWTAudience     string        // GATEWAY_JWT_AUDIENCE
+	JWTAccountClaim string        // GATEWAY_JWT_ACCOUNT_CLAIM
+	JWTLeeway       time.Duration // GATEWAY_JWT_LEEWAY
+
 	// NoMigrate is the --no-migrate flag of `gateway serve`; it has no
 	// environment variable or file key.
 	NoMigrate bool
@@ -100,6 +113,9 @@ func Default() *Config {
 		SlotLease:             DefaultSlotLease,
 		SweepInterval:         DefaultSweepInterval,
 		PreviewDetails:        true,
+		Auth:                  "none",
+		JWTAccountClaim:       "sub",
+		JWTLeeway:             30 * time.Second,
 	}
 }
 
@@ -288,6 +304,11 @@ func (c *Config) Validate() error {
 		if err := checkBaseURL(c.S3Endpoint, true); err != nil {
 			return bad("S3_ENDPOINT", "%v", err)
 		}
+	}
+	switch c.Auth {
+	case "none", "jwt", "header":
+	default:
+		return bad("AUTH", `must be "none", "jwt" or "header", got %q`, c.Auth)
 	}
 	switch c.LogFormat {
 	case "text", "json":

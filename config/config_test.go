@@ -130,6 +130,16 @@ var samples = map[string]string{
 	"SWEEP_INTERVAL":          "5s",
 	"PREVIEW_AGENTS":          "Slackbot,ExampleUnfurler",
 	"PREVIEW_DETAILS":         "false",
+	"AUTH":                    "jwt",
+	"AUTH_COOKIE":             "session",
+	"AUTH_HEADER":             "X-Auth-Request-User",
+	"TRUSTED_PROXIES":         "10.0.0.0/8,::1",
+	"JWT_KEY":                 "0123456789abcdef0123456789abcdef",
+	"JWT_JWKS_URL":            "https://id.example/jwks.json",
+	"JWT_ISSUER":              "https://id.example/",
+	"JWT_AUDIENCE":            "dlgate",
+	"JWT_ACCOUNT_CLAIM":       "email",
+	"JWT_LEEWAY":              "10s",
 }
 
 // TestEveryVariableFromEverySource proves that each variable is wired to its

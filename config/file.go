@@ -41,6 +41,16 @@ type fileConfig struct {
 	SweepInterval         fileValue `yaml:"sweep_interval"`
 	PreviewAgents         fileValue `yaml:"preview_agents"`
 	PreviewDetails        fileValue `yaml:"preview_details"`
+	Auth                  fileValue `yaml:"auth"`
+	AuthCookie            fileValue `yaml:"auth_cookie"`
+	AuthHeader            fileValue `yaml:"auth_header"`
+	TrustedProxies        fileValue `yaml:"trusted_proxies"`
+	JWTKey                fileValue `yaml:"jwt_key"`
+	JWTJWKSURL            fileValue `yaml:"jwt_jwks_url"`
+	JWTIssuer             fileValue `yaml:"jwt_issuer"`
+	JWTAudience           fileValue `yaml:"jwt_audience"`
+	JWTAccountClaim       fileValue `yaml:"jwt_account_claim"`
+	JWTLeeway             fileValue `yaml:"jwt_leeway"`
 }
 
 // fileValue is one scalar from the file, kept as text with its line for

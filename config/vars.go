@@ -50,6 +50,16 @@ var vars = []variable{
 	{name: "SLOT_LEASE", arg: "DURATION", usage: "lease of a session's concurrency slot; a crashed process's slots lapse after it", ptr: func(c *Config) any { return &c.SlotLease }},
 	{name: "PREVIEW_AGENTS", arg: "LIST", usage: `comma-separated user-agent tokens of link previewers, replacing the built-in list ("none": no agent)`, ptr: func(c *Config) any { return &c.PreviewAgents }},
 	{name: "PREVIEW_DETAILS", usage: "show file name and size in link previews", ptr: func(c *Config) any { return &c.PreviewDetails }},
+	{name: "AUTH", arg: "MODE", usage: `how callers are verified on public routes: "none", "jwt" or "header"`, ptr: func(c *Config) any { return &c.Auth }},
+	{name: "AUTH_COOKIE", arg: "NAME", usage: "cookie that may carry the JWT (GATEWAY_AUTH=jwt)", ptr: func(c *Config) any { return &c.AuthCookie }},
+	{name: "AUTH_HEADER", arg: "NAME", usage: "header naming the account, set by a trusted proxy (GATEWAY_AUTH=header)", ptr: func(c *Config) any { return &c.AuthHeader }},
+	{name: "TRUSTED_PROXIES", arg: "CIDRS", usage: "comma-separated proxies whose forwarding and account headers are believed", ptr: func(c *Config) any { return &c.TrustedProxies }},
+	{name: "JWT_KEY", arg: "KEY", usage: "HS256 secret, PEM public key (RS256, ES256, EdDSA) or @file", secret: true, ptr: func(c *Config) any { return &c.JWTKey }},
+	{name: "JWT_JWKS_URL", arg: "URL", usage: "JSON Web Key Set: http(s) URL or file path", ptr: func(c *Config) any { return &c.JWTJWKSURL }},
+	{name: "JWT_ISSUER", arg: "ISS", usage: "required iss claim", ptr: func(c *Config) any { return &c.JWTIssuer }},
+	{name: "JWT_AUDIENCE", arg: "AUD", usage: "required aud claim", ptr: func(c *Config) any { return &c.JWTAudience }},
+	{name: "JWT_ACCOUNT_CLAIM", arg: "CLAIM", usage: "claim that names the account", ptr: func(c *Config) any { return &c.JWTAccountClaim }},
+	{name: "JWT_LEEWAY", arg: "DURATION", usage: "clock skew allowed on exp and nbf", ptr: func(c *Config) any { return &c.JWTLeeway }},
 	{name: "SWEEP_INTERVAL", arg: "DURATION", usage: "how often expired slots and sessions are swept", ptr: func(c *Config) any { return &c.SweepInterval }},
 }
 

@@ -22,7 +22,9 @@ func TestAdminRequiresTheBearerToken(t *testing.T) {
 	h := MustHarness(t)
 	routes := []struct{ method, path string }{
 		{http.MethodPost, "/v1/links"},
+		{http.MethodGet, "/v1/links"},
 		{http.MethodGet, "/v1/links/x"},
+		{http.MethodGet, "/v1/links/x/allowance"},
 		{http.MethodPost, "/v1/links/x/revoke"},
 		{http.MethodPost, "/v1/links/x/allowance"},
 		{http.MethodGet, "/v1/links/x/grants"},
@@ -491,7 +493,8 @@ func TestWrongMethodAnswers405WithAllow(t *testing.T) {
 		{h.Public.URL, http.MethodPut, "/d/" + tok + "/name.txt", "GET, HEAD, POST"},
 		{h.Public.URL, http.MethodPost, "/s/" + tok + "/name.txt", "GET, HEAD"},
 		{h.Public.URL, http.MethodPut, "/s/" + tok, "GET, HEAD"},
-		{h.Admin.URL, http.MethodGet, "/v1/links", "POST"},
+		{h.Admin.URL, http.MethodDelete, "/v1/links", "GET, POST"},
+		{h.Admin.URL, http.MethodDelete, "/v1/links/x/allowance", "GET, POST"},
 		{h.Admin.URL, http.MethodPost, "/v1/sessions/x", "DELETE"},
 		{h.Admin.URL, http.MethodGet, "/v1/objects/a/b.txt", "PUT"},
 	}

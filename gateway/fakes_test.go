@@ -82,9 +82,24 @@ func (f *fakeLedger) Grants(ctx context.Context, linkID, cursor string, limit in
 	return f.Ledger.Grants(ctx, linkID, cursor, limit)
 }
 
+func (f *fakeLedger) ListLinks(ctx context.Context, q ledger.ListQuery) (ledger.LinkPage, error) {
+	f.count("ListLinks")
+	return f.Ledger.ListLinks(ctx, q)
+}
+
+func (f *fakeLedger) AllowanceChanges(ctx context.Context, linkID string) ([]ledger.AllowanceChange, error) {
+	f.count("AllowanceChanges")
+	return f.Ledger.AllowanceChanges(ctx, linkID)
+}
+
 func (f *fakeLedger) MintSession(ctx context.Context, req ledger.MintRequest) (*ledger.Session, bool, error) {
 	f.count("MintSession")
 	return f.Ledger.MintSession(ctx, req)
+}
+
+func (f *fakeLedger) AffinitySession(ctx context.Context, linkID, account string) (*ledger.Session, error) {
+	f.count("AffinitySession")
+	return f.Ledger.AffinitySession(ctx, linkID, account)
 }
 
 func (f *fakeLedger) SessionByTokenHash(ctx context.Context, hash []byte) (*ledger.Session, error) {

@@ -1,8 +1,8 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/dlgate/dlgate/auth"
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/pages"
 	"github.com/dlgate/dlgate/storage"
@@ -29,32 +30,24 @@ func (s *Server) pathToken(w http.ResponseWriter, r *http.Request, kind token.Ki
 	return tok, true
 }
 
-// lookupLink runs the checks GET, HEAD and POST on /d/{token} share after
-// the token shape, in SPEC §3 order, and answers itself when one fails
-// (ok=false): credentials, then the link row.
-func (s *Server) lookupLink(w http.ResponseWriter, r *http.Request, tok string) (l *ledger.Link, account string, ok bool) {
-	account, err := s.Auth.Authenticate(r)
-	if err != nil {
-		s.log.DebugContext(r.Context(), "credentials rejected", "err", err)
-		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-		writeProblem(w, r, probAuthRequired, "")
-		return nil, "", false
-	}
-	l, err = s.Ledger.LinkByTokenHash(r.Context(), token.Hash(tok))
+// lookupLink reads the link row and answers itself when that fails
+// (ok=false): unknown token, database trouble, or an account-bound link
+// and an anonymous caller (SPEC §3 step 3).
+func (s *Server) lookupLink(w http.ResponseWriter, r *http.Request, tok string, c auth.Caller) (*ledger.Link, bool) {
+	l, err := s.Ledger.LinkByTokenHash(r.Context(), token.Hash(tok))
 	if err != nil {
 		s.fail(w, r, err, probLinkUnavailable)
-		return nil, "", false
+		return nil, false
 	}
-	if l.AccountID != "" && account == "" {
-		w.Header().Set("WWW-Authenticate", "Bearer")
-		writeProblem(w, r, probAuthRequired, "")
-		return nil, "", false
+	if l.AccountID != "" && c.Account == "" {
+		requireAccount(w, r)
+		return nil, false
 	}
-	return l, account, true
+	return l, true
 }
 
 // handleLink serves GET, HEAD and POST /d/{token} and its named form
-// /d/{token}/{name} (SPEC §3, §8). GET claims unless the request is a
+// /d/{token}/{name} (SPEC §3, §5, §8). GET claims unless the request is a
 // preview or the link asks for confirmation; POST always claims; HEAD
 // never does.
 func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
@@ -62,20 +55,25 @@ func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	c, authErr := s.authenticate(r)
 	// A Range on the link URL would spend a download on a fragment; it is
-	// refused before anything is looked up or claimed. (Session affinity,
-	// SPEC §5, will answer 303 here for a verified account that already
-	// has a live session of this link.)
-	if r.Method != http.MethodPost && r.Header.Get("Range") != "" {
-		w.Header().Set("Accept-Ranges", "none")
-		// The detail names the route, not this link's token: raw tokens
-		// never appear in error bodies (SPEC §2).
-		writeProblem(w, r, probRangeRequiresSession,
-			"Range requests are served by transfer sessions: POST /d/{token}/sessions with this link's token, then send ranges to the session_url.")
+	// refused before anything is looked up or claimed (SPEC §3 step 2),
+	// unless a verified account may be sent to its session (§5).
+	ranged := r.Method != http.MethodPost && r.Header.Get("Range") != ""
+	if ranged && (authErr != nil || c.Account == "") {
+		refuseRange(w, r)
 		return
 	}
-	l, account, ok := s.lookupLink(w, r, tok)
+	if authErr != nil {
+		s.refuseCredential(w, r, authErr)
+		return
+	}
+	l, ok := s.lookupLink(w, r, tok, c)
 	if !ok {
+		return
+	}
+	if ranged {
+		s.rangeOnLink(w, r, l, c)
 		return
 	}
 	if r.Method != http.MethodPost {
@@ -83,15 +81,55 @@ func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 		// each reports what a claim would do right now.
 		why := s.previewOf(r)
 		if why != "" || l.Confirm || r.Method == http.MethodHead {
-			s.answerWithoutClaim(w, r, l, account, why)
+			s.answerWithoutClaim(w, r, l, c.Account, why)
 			return
 		}
 	}
 	if l.Delivery == ledger.DeliverySession {
-		s.mintAndAnswer(w, r, l, account, "", true)
+		s.mintAndAnswer(w, r, l, c, mintOptions{redirect: true, affinity: hasAffinity(l, c)})
 		return
 	}
-	s.stream(w, r, l, account)
+	s.stream(w, r, l, c)
+}
+
+// refuseRange answers a Range on a link URL: 409, not 416, because curl
+// -C - and wget -c take a 416 on resume for "already complete" and keep a
+// truncated file (SPEC §3 step 2).
+func refuseRange(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Accept-Ranges", "none")
+	// The detail names the route, not this link's token: raw tokens
+	// never appear in error bodies (SPEC §2).
+	writeProblem(w, r, probRangeRequiresSession,
+		"Range requests are served by transfer sessions: POST /d/{token}/sessions with this link's token, then send ranges to the session_url.")
+}
+
+// hasAffinity reports whether c's requests on l go to c's one session of
+// it (SPEC §5): an account-bound link with delivery session, and its
+// account verified. Anonymous links never use affinity.
+func hasAffinity(l *ledger.Link, c auth.Caller) bool {
+	return l.AccountID != "" && l.Delivery == ledger.DeliverySession && c.Account == l.AccountID
+}
+
+// rangeOnLink answers a Range GET or HEAD on a link URL by a verified
+// account: 303 to its live affinity session, so a download manager
+// pointed at the link URL splits and resumes through one session; 409
+// otherwise. It never claims.
+func (s *Server) rangeOnLink(w http.ResponseWriter, r *http.Request, l *ledger.Link, c auth.Caller) {
+	if !hasAffinity(l, c) {
+		refuseRange(w, r)
+		return
+	}
+	x, err := s.Ledger.AffinitySession(r.Context(), l.ID, c.Account)
+	if errors.Is(err, ledger.ErrNotFound) {
+		refuseRange(w, r)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err, probLinkUnavailable, "link_id", l.ID)
+		return
+	}
+	s.log.InfoContext(r.Context(), "range sent to the affinity session", "link_id", l.ID, "session_id", x.ID)
+	s.answerSession(w, r, x, http.StatusSeeOther)
 }
 
 // answerWithoutClaim answers the GET or HEAD of /d/{token} that claims nothing: a
@@ -120,13 +158,13 @@ func (s *Server) answerWithoutClaim(w http.ResponseWriter, r *http.Request, l *l
 // stream claims one allowance and sends the whole object (delivery
 // `stream`). A storage failure before the first body byte refunds the
 // claim (SPEC §1 policy).
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, l *ledger.Link, account string) {
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, l *ledger.Link, c auth.Caller) {
 	attrs := []any{"link_id", l.ID}
 	if r.Context().Err() != nil {
 		return // the client left before we spent anything
 	}
 	g, err := s.Ledger.Claim(r.Context(), ledger.ClaimRequest{
-		LinkID: l.ID, AccountID: account, Kind: ledger.KindStream, Client: clientDescriptor(r),
+		LinkID: l.ID, AccountID: c.Account, Kind: ledger.KindStream, Client: clientDescriptor(r, c),
 	})
 	if err != nil {
 		if g != nil {
@@ -201,25 +239,6 @@ func (s *Server) objectHeaders(w http.ResponseWriter, o ledger.Object, filename 
 func versionOf(o ledger.Object) storage.Version {
 	return storage.Version{Bucket: o.Bucket, Key: o.Key, VersionID: o.VersionID, Size: o.Size,
 		ETag: o.ETag, ContentType: o.ContentType, LastModified: o.LastModified}
-}
-
-// clientDescriptor is the grant's short, secret-free note of who claimed:
-// the peer address and the first words of the User-Agent.
-func clientDescriptor(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ua := strings.Map(func(c rune) rune {
-		if c < 0x20 || c > 0x7e {
-			return -1
-		}
-		return c
-	}, r.UserAgent())
-	if len(ua) > 120 {
-		ua = ua[:120]
-	}
-	return host + " " + ua
 }
 
 // errShortBody is a store breaking its promise of the pinned size: a

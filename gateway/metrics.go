@@ -11,17 +11,18 @@ import (
 // metrics are the gateway's Prometheus series. Labels never carry tokens
 // or ids: only routes, statuses and reasons, all from small fixed sets.
 type metrics struct {
-	reg        *prometheus.Registry
-	requests   *prometheus.CounterVec
-	duration   *prometheus.HistogramVec
-	bodyBytes  *prometheus.CounterVec
-	claims     *prometheus.CounterVec
-	refunds    prometheus.Counter
-	sessions   *prometheus.CounterVec
-	previews   *prometheus.CounterVec
-	streaming  prometheus.Gauge
-	budgetDraw prometheus.Counter
-	swept      *prometheus.CounterVec
+	reg          *prometheus.Registry
+	requests     *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
+	bodyBytes    *prometheus.CounterVec
+	claims       *prometheus.CounterVec
+	refunds      prometheus.Counter
+	sessions     *prometheus.CounterVec
+	previews     *prometheus.CounterVec
+	authFailures *prometheus.CounterVec
+	streaming    prometheus.Gauge
+	budgetDraw   prometheus.Counter
+	swept        *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -49,6 +50,9 @@ func newMetrics() *metrics {
 		previews: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_previews_total", Help: "Previews served to link checkers and prefetches, which claim nothing.",
 		}, []string{"route"}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_auth_failures_total", Help: "Credentials refused on public routes, by reason.",
+		}, []string{"reason"}),
 		streaming: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gateway_streams_in_flight", Help: "Responses currently sending object bytes.",
 		}),
@@ -59,7 +63,7 @@ func newMetrics() *metrics {
 			Name: "gateway_sweeper_rows_total", Help: "Rows handled by the sweeper.",
 		}, []string{"what"}),
 	}
-	m.reg.MustRegister(m.requests, m.duration, m.bodyBytes, m.claims, m.refunds, m.sessions, m.previews,
+	m.reg.MustRegister(m.requests, m.duration, m.bodyBytes, m.claims, m.refunds, m.sessions, m.previews, m.authFailures,
 		m.streaming, m.budgetDraw, m.swept,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

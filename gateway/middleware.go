@@ -21,6 +21,7 @@ type reqInfo struct {
 	id     string
 	route  string
 	public bool
+	client string // the client address once the caller was authenticated
 }
 
 func infoOf(r *http.Request) *reqInfo {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/dlgate/dlgate/auth"
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/sessions"
 	"github.com/dlgate/dlgate/token"
@@ -60,17 +61,28 @@ func (s *Server) handleMint(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, probBadRequest, "Idempotency-Key must be 1 to 255 visible ASCII characters.")
 		return
 	}
-	l, account, ok := s.lookupLink(w, r, tok)
+	c, err := s.authenticate(r)
+	if err != nil {
+		s.refuseCredential(w, r, err)
+		return
+	}
+	l, ok := s.lookupLink(w, r, tok, c)
 	if !ok {
 		return
 	}
-	s.mintAndAnswer(w, r, l, account, key, false)
+	s.mintAndAnswer(w, r, l, c, mintOptions{key: key})
+}
+
+// mintOptions say how mintAndAnswer mints and answers.
+type mintOptions struct {
+	key      string // Idempotency-Key, "" for none
+	redirect bool   // answer 303 to the session (GET of a session-delivery link)
+	affinity bool   // reuse the account's live session of the link (SPEC §5)
 }
 
 // mintAndAnswer claims and mints a session for l, then answers 201/200
-// with its JSON, or 303 to it when redirect is set (GET on a link with
-// delivery `session`).
-func (s *Server) mintAndAnswer(w http.ResponseWriter, r *http.Request, l *ledger.Link, account, key string, redirect bool) {
+// with its JSON, or 303 to it when o.redirect is set.
+func (s *Server) mintAndAnswer(w http.ResponseWriter, r *http.Request, l *ledger.Link, c auth.Caller, o mintOptions) {
 	attrs := []any{"link_id", l.ID}
 	if r.Context().Err() != nil {
 		return
@@ -78,13 +90,14 @@ func (s *Server) mintAndAnswer(w http.ResponseWriter, r *http.Request, l *ledger
 	id := uuid.Must(uuid.NewV7()).String()
 	ttl, budget, slots := sessionsDefaults(l, s).Resolve(l.Object.Size)
 	x, created, err := s.Ledger.MintSession(r.Context(), ledger.MintRequest{
-		Claim:          ledger.ClaimRequest{LinkID: l.ID, AccountID: account, Client: clientDescriptor(r)},
+		Claim:          ledger.ClaimRequest{LinkID: l.ID, AccountID: c.Account, Client: clientDescriptor(r, c)},
 		SessionID:      id,
 		TokenHash:      token.Hash(s.keys.Derive(token.Session, id)),
 		ByteBudget:     budget,
 		MaxConcurrency: slots,
 		ExpiresAt:      sessions.SessionExpiry(s.now(), l.ExpiresAt, ttl),
-		IdempotencyKey: key,
+		IdempotencyKey: o.key,
+		Affinity:       o.affinity,
 	})
 	if err != nil {
 		s.metrics.claims.WithLabelValues(ledger.KindSession, reasonOf(err)).Inc()
@@ -93,22 +106,33 @@ func (s *Server) mintAndAnswer(w http.ResponseWriter, r *http.Request, l *ledger
 	}
 	attrs = append(attrs, "session_id", x.ID, "grant_id", x.GrantID)
 	status := http.StatusOK
-	if created {
+	switch {
+	case created:
 		status = http.StatusCreated
 		s.metrics.claims.WithLabelValues(ledger.KindSession, "granted").Inc()
 		s.metrics.sessions.WithLabelValues("created").Inc()
 		s.log.InfoContext(r.Context(), "session minted", attrs...)
-	} else {
+	case o.affinity:
+		s.metrics.sessions.WithLabelValues("affinity").Inc()
+		s.log.InfoContext(r.Context(), "affinity session reused", attrs...)
+	default:
 		s.metrics.sessions.WithLabelValues("replayed").Inc()
 		s.log.InfoContext(r.Context(), "session replayed for idempotency key", attrs...)
 	}
-	body := s.sessionBody(x)
-	if redirect {
-		// RFC 9110 §15.4.4: 303 makes every client follow with a GET.
-		// The named URL, so that a browser, wget or aria2c following it
-		// saves the file under its name (SPEC §3 "Named URLs").
-		w.Header().Set("Location", body.NamedSessionURL)
+	if o.redirect {
 		status = http.StatusSeeOther
+	}
+	s.answerSession(w, r, x, status)
+}
+
+// answerSession answers x's JSON with status; a 303 points at the named
+// session URL (RFC 9110 §15.4.4: every client follows a 303 with a GET),
+// so that a browser, wget or aria2c following it saves the file under its
+// name (SPEC §3 "Named URLs").
+func (s *Server) answerSession(w http.ResponseWriter, r *http.Request, x *ledger.Session, status int) {
+	body := s.sessionBody(x)
+	if status == http.StatusSeeOther {
+		w.Header().Set("Location", body.NamedSessionURL)
 	}
 	writeJSON(w, status, body)
 }

@@ -44,6 +44,8 @@ var (
 		"The requested part of the file is outside the file."}
 	probAuthRequired = problem{http.StatusUnauthorized, "authentication-required", "Authentication required",
 		"This link is for a signed-in recipient. Sign in and open it again."}
+	probAuthUnavailable = problem{http.StatusServiceUnavailable, "authentication-unavailable", "Credentials cannot be checked right now",
+		"The keys to check your sign-in could not be loaded. Try again in a moment."}
 	probAdminUnauthorized = problem{http.StatusUnauthorized, "unauthorized", "A valid admin bearer token is required", ""}
 	probBudgetExhausted   = problem{http.StatusForbidden, "byte-budget-exhausted", "The session's byte budget is spent",
 		"This transfer session has sent all the data it may send. Open the original download link again if it allows another download."}
@@ -53,6 +55,7 @@ var (
 	probInvalidKey         = problem{http.StatusBadRequest, "invalid-key", "Invalid object key", ""}
 	probObjectNotFound     = problem{http.StatusUnprocessableEntity, "object-not-found", "The object does not exist", ""}
 	probConflict           = problem{http.StatusConflict, "idempotency-conflict", "The idempotency key was used for a different request", ""}
+	probLinkRevoked        = problem{http.StatusConflict, "link-revoked", "The link is revoked and cannot be changed", ""}
 	probStorageUnavailable = problem{http.StatusBadGateway, "storage-unavailable", "The object store failed",
 		"The file could not be read right now. Nothing was used up; try again in a moment."}
 	probStorageTimeout = problem{http.StatusServiceUnavailable, "storage-timeout", "The object store did not answer in time",
@@ -72,6 +75,7 @@ var errorTable = []struct {
 	{ledger.ErrBudgetExhausted, probBudgetExhausted},
 	{ledger.ErrNoSlot, probTooManyRequests},
 	{ledger.ErrConflict, probConflict},
+	{ledger.ErrRevoked, probLinkRevoked},
 	{ledger.ErrInvalid, probBadRequest},
 	{ledger.ErrAmbiguous, probDatabaseUnavailable},
 	{ledger.ErrUnavailable, probDatabaseUnavailable},

@@ -42,9 +42,11 @@ func (s *Server) adminRoutes() []route {
 	open := func(h http.HandlerFunc) http.Handler { return h }
 	return []route{
 		{"admin_links_create", "/v1/links", post, admin(s.handleCreateLink)},
+		{"admin_links_list", "/v1/links", []string{http.MethodGet}, admin(s.handleListLinks)},
 		{"admin_links_show", "/v1/links/{id}", []string{http.MethodGet}, admin(s.handleShowLink)},
 		{"admin_links_revoke", "/v1/links/{id}/revoke", post, admin(s.handleRevokeLink)},
 		{"admin_links_allowance", "/v1/links/{id}/allowance", post, admin(s.handleAllowance)},
+		{"admin_links_allowance_changes", "/v1/links/{id}/allowance", []string{http.MethodGet}, admin(s.handleAllowanceChanges)},
 		{"admin_links_grants", "/v1/links/{id}/grants", []string{http.MethodGet}, admin(s.handleGrants)},
 		{"admin_sessions_revoke", "/v1/sessions/{id}", []string{http.MethodDelete}, admin(s.handleRevokeSession)},
 		{"admin_objects_put", "/v1/objects/{key:.+}", []string{http.MethodPut}, admin(s.handlePutObject)},

@@ -12,25 +12,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dlgate/dlgate/auth"
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/preview"
 	"github.com/dlgate/dlgate/sessions"
 	"github.com/dlgate/dlgate/storage"
 	"github.com/dlgate/dlgate/token"
 )
-
-// Authenticator verifies the caller's account on public routes (SPEC §8).
-// It returns "" for an anonymous caller and an error for credentials that
-// are present but invalid.
-type Authenticator interface {
-	Authenticate(r *http.Request) (account string, err error)
-}
-
-// Anonymous verifies nobody: GATEWAY_AUTH=none.
-type Anonymous struct{}
-
-// Authenticate always returns "".
-func (Anonymous) Authenticate(*http.Request) (string, error) { return "", nil }
 
 // Options configure a Server. Ledger, Store, Secret and PublicURL are
 // required.
@@ -40,8 +28,10 @@ type Options struct {
 	Secret     []byte
 	PublicURL  string
 	AdminToken string
-	Auth       Authenticator
-	Logger     *slog.Logger
+	// Auth verifies callers and names their address (SPEC §8); default
+	// GATEWAY_AUTH=none with no trusted proxy.
+	Auth   auth.Authenticator
+	Logger *slog.Logger
 	// Defaults are the gateway-wide session defaults (SPEC §4).
 	Defaults sessions.Defaults
 	// SlotLease is how long a concurrency slot stays leased without
@@ -91,7 +81,7 @@ func New(opts Options) (*Server, error) {
 	}
 	opts.PublicURL = strings.TrimRight(opts.PublicURL, "/")
 	if opts.Auth == nil {
-		opts.Auth = Anonymous{}
+		opts.Auth, _ = auth.New(context.Background(), auth.Config{Mode: auth.ModeNone})
 	}
 	if opts.Previews == nil {
 		opts.Previews = preview.Default()

@@ -24,10 +24,9 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	account, err := s.Auth.Authenticate(r)
+	c, err := s.authenticate(r)
 	if err != nil {
-		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-		writeProblem(w, r, probAuthRequired, "")
+		s.refuseCredential(w, r, err)
 		return
 	}
 	x, err := s.Ledger.SessionByTokenHash(r.Context(), token.Hash(tok))
@@ -40,10 +39,11 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, ledger.Refused(reason), probSessionUnavailable, attrs...)
 		return
 	}
-	if x.AccountID != "" && account != x.AccountID {
-		if account == "" {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			writeProblem(w, r, probAuthRequired, "")
+	// An account-bound session demands its link's verified account (SPEC
+	// §3); a session of an unbound link is anonymous (§5).
+	if x.AccountID != "" && c.Account != x.AccountID {
+		if c.Account == "" {
+			requireAccount(w, r)
 			return
 		}
 		s.fail(w, r, ledger.Refused(ledger.ReasonWrongAccount), probSessionUnavailable, attrs...)

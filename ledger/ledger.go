@@ -62,6 +62,9 @@ var (
 	// ErrInvalid: the request breaks a rule of the ledger (for example a
 	// non-positive allowance).
 	ErrInvalid = errors.New("ledger: invalid request")
+	// ErrRevoked: the link is revoked, so it cannot be changed any more
+	// (adding allowance to it, for example).
+	ErrRevoked = errors.New("ledger: link revoked")
 )
 
 // RefusedError carries the precise reason of a refusal.
@@ -183,6 +186,12 @@ type MintRequest struct {
 	// session ttl (sessions.SessionExpiry).
 	ExpiresAt      time.Time
 	IdempotencyKey string
+	// Affinity asks for session affinity (SPEC §5): when the claiming
+	// account already has a live session of this link, that session is
+	// returned (created=false) and nothing is claimed. Concurrent first
+	// requests are decided by a unique key, so they make one session.
+	// IdempotencyKey is ignored with Affinity.
+	Affinity bool
 }
 
 // SweepResult counts what one Sweep call did.
@@ -223,11 +232,22 @@ type Ledger interface {
 	AddAllowance(ctx context.Context, id string, n int, reason string) error
 	// Grants lists the link's grants newest first. Errors: ErrNotFound.
 	Grants(ctx context.Context, linkID, cursor string, limit int) (Page, error)
+	// ListLinks lists links newest first (created_at, then id,
+	// descending), one page at a time, with their counts. Errors:
+	// ErrInvalid (bad cursor, limit or state), ErrUnavailable.
+	ListLinks(ctx context.Context, q ListQuery) (LinkPage, error)
+	// AllowanceChanges lists the audited allowance changes of a link,
+	// newest first. Errors: ErrNotFound.
+	AllowanceChanges(ctx context.Context, linkID string) ([]AllowanceChange, error)
 
 	// MintSession claims and creates a session atomically. With an
 	// idempotency key already used for (link, account) it returns the
 	// existing session and created=false, claiming nothing. Errors as Claim.
 	MintSession(ctx context.Context, req MintRequest) (s *Session, created bool, err error)
+	// AffinitySession returns the live session that session affinity
+	// (SPEC §5) gave account on the link. Errors: ErrNotFound when there is
+	// none (or it died), ErrUnavailable.
+	AffinitySession(ctx context.Context, linkID, account string) (*Session, error)
 	// SessionByTokenHash returns the session with its link's revocation.
 	// Errors: ErrNotFound.
 	SessionByTokenHash(ctx context.Context, hash []byte) (*Session, error)
@@ -257,6 +277,77 @@ type Ledger interface {
 	Ping(ctx context.Context) error
 	// Close releases the connection pool.
 	Close() error
+}
+
+// LinkState is where a link stands at some instant, as the admin listing
+// filters it (SPEC §6). Every link is in exactly one state.
+type LinkState string
+
+const (
+	// StateActive: not revoked, not expired, downloads remaining.
+	StateActive LinkState = "active"
+	// StateExhausted: not revoked, not expired, nothing remaining.
+	StateExhausted LinkState = "exhausted"
+	// StateExpired: not revoked, expires_at <= now (whatever remains).
+	StateExpired LinkState = "expired"
+	// StateRevoked: revoked_at is set (whether or not it also expired).
+	StateRevoked LinkState = "revoked"
+)
+
+// State returns l's state at now. Revocation wins over expiry, expiry over
+// exhaustion; the listing's SQL filters follow the same order.
+func (l *Link) State(now time.Time) LinkState {
+	switch {
+	case l.RevokedAt != nil:
+		return StateRevoked
+	case !l.ExpiresAt.After(now):
+		return StateExpired
+	case l.Remaining <= 0:
+		return StateExhausted
+	}
+	return StateActive
+}
+
+// ParseLinkState returns the state named s. Errors: ErrInvalid.
+func ParseLinkState(s string) (LinkState, error) {
+	switch st := LinkState(s); st {
+	case StateActive, StateExhausted, StateExpired, StateRevoked:
+		return st, nil
+	}
+	return "", fmt.Errorf("%w: state must be active, exhausted, expired or revoked", ErrInvalid)
+}
+
+// Listing limits.
+const (
+	DefaultListLimit = 100
+	MaxListLimit     = 500
+)
+
+// ListQuery selects a page of links. Zero fields do not filter.
+type ListQuery struct {
+	// Cursor is the Next of the previous page, "" for the first page.
+	Cursor string
+	// Limit is the page size, 1 to MaxListLimit; 0 means DefaultListLimit.
+	Limit     int
+	AccountID string
+	ObjectKey string
+	State     LinkState // "" for every state
+	// CreatedAfter and CreatedBefore are exclusive bounds on CreatedAt.
+	CreatedAfter  time.Time
+	CreatedBefore time.Time
+}
+
+// LinkPage is a cursor page of links.
+type LinkPage struct {
+	Links []LinkStatus
+	Next  string // cursor for the next page, "" at the end
+}
+
+// AllowanceChange is one audited top-up of a link.
+type AllowanceChange struct {
+	Add       int
+	Reason    string
+	CreatedAt time.Time
 }
 
 // Clock returns the current time; ledgers take one so tests can move time.

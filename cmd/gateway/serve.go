@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dlgate/dlgate/auth"
 	"github.com/dlgate/dlgate/config"
 	"github.com/dlgate/dlgate/gateway"
 	"github.com/dlgate/dlgate/ledger/mysql"
@@ -86,6 +87,28 @@ func previewDetector(list string) (*preview.Detector, error) {
 	return d, nil
 }
 
+// newAuthenticator verifies callers as GATEWAY_AUTH says (SPEC §8). A
+// JWKS URL is refreshed in the background until ctx ends.
+func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger) (auth.Authenticator, error) {
+	trusted, err := auth.ParsePrefixes(cfg.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("config: GATEWAY_TRUSTED_PROXIES: %w", err)
+	}
+	leeway := cfg.JWTLeeway
+	if leeway == 0 {
+		leeway = -1 // auth reads 0 as "default"; the operator said none
+	}
+	a, err := auth.New(ctx, auth.Config{
+		Mode: cfg.Auth, Cookie: cfg.AuthCookie, Header: cfg.AuthHeader, TrustedProxies: trusted,
+		JWTKey: cfg.JWTKey, JWKSURL: cfg.JWTJWKSURL, Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience,
+		AccountClaim: cfg.JWTAccountClaim, Leeway: leeway, Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return a, nil
+}
+
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
 	if cfg.LogFormat == "json" {
@@ -100,6 +123,10 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	log := newLogger(cfg, os.Stderr)
 	previews, err := previewDetector(cfg.PreviewAgents)
+	if err != nil {
+		return err
+	}
+	authn, err := newAuthenticator(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -141,6 +168,7 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		Defaults:  sessions.Defaults{TTL: cfg.SessionTTL, ByteBudget: cfg.SessionByteBudget, MaxConcurrency: cfg.SessionMaxConcurrency},
 		SlotLease: cfg.SlotLease,
 		Previews:  previews, HidePreviewDetails: !cfg.PreviewDetails,
+		Auth: authn,
 	})
 	if err != nil {
 		return err

@@ -42,6 +42,8 @@ func Exercise(t *testing.T, newLedger NewLedger) {
 	t.Run("Claims", func(t *testing.T) { exerciseClaims(t, newLedger) })
 	t.Run("Sessions", func(t *testing.T) { exerciseSessions(t, newLedger) })
 	t.Run("Caps", func(t *testing.T) { exerciseCaps(t, newLedger) })
+	t.Run("Listing", func(t *testing.T) { exerciseListing(t, newLedger) })
+	t.Run("Affinity", func(t *testing.T) { exerciseAffinity(t, newLedger) })
 }
 
 type env struct {

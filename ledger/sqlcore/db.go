@@ -119,7 +119,7 @@ func (s *DB) classify(err error) error {
 		errors.Is(err, ledger.ErrNoSlot), errors.Is(err, ledger.ErrBudgetExhausted),
 		errors.Is(err, ledger.ErrConflict), errors.Is(err, ledger.ErrAmbiguous),
 		errors.Is(err, ledger.ErrUnavailable), errors.Is(err, ledger.ErrInvalid),
-		errors.Is(err, errDuplicate):
+		errors.Is(err, ledger.ErrRevoked), errors.Is(err, errDuplicate):
 		return err
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
 		s.d.IsUnavailable(err), s.d.IsRetryable(err):

@@ -156,26 +156,3 @@ func (s *DB) RevokeLink(ctx context.Context, id string) error {
 		return err
 	})
 }
-
-// AddAllowance raises allowance and remaining by n and records why.
-// Errors: ErrNotFound, ErrInvalid.
-func (s *DB) AddAllowance(ctx context.Context, id string, n int, reason string) error {
-	if n < 1 || n > 1_000_000 {
-		return fmt.Errorf("%w: add must be between 1 and 1000000", ledger.ErrInvalid)
-	}
-	now := s.t(s.now())
-	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE links SET allowance = allowance + ?, remaining = remaining + ? WHERE id = ?`, n, n, id)
-		if err != nil {
-			return err
-		}
-		if k, err := affected(res); err != nil {
-			return err
-		} else if k == 0 {
-			return ledger.ErrNotFound
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO allowance_changes (id, link_id, added, reason, created_at) VALUES (?, ?, ?, ?, ?)`,
-			newID(), id, n, reason, now)
-		return err
-	})
-}

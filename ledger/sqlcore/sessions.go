@@ -52,6 +52,22 @@ func (s *DB) MintSession(ctx context.Context, req ledger.MintRequest) (*ledger.S
 		return nil, false, fmt.Errorf("%w: session id, token hash, budget ≥ 1, 1..64 slots and expiry are required", ledger.ErrInvalid)
 	}
 	req.Claim.Kind = ledger.KindSession
+	if req.Affinity {
+		prev, err := s.latestAffinity(ctx, req.Claim.LinkID, req.Claim.AccountID)
+		switch {
+		case err == nil && prev.Refusal(s.now()) == "":
+			return prev, false, nil
+		case err == nil:
+			// The account's session died: the next one is keyed by the
+			// dead one, so concurrent requests that saw it die still
+			// make only one.
+			req.IdempotencyKey = affinityPrefix + prev.ID
+		case errors.Is(err, ledger.ErrNotFound):
+			req.IdempotencyKey = affinityPrefix + "first"
+		default:
+			return nil, false, err
+		}
+	}
 	for attempt := 0; attempt < 3; attempt++ {
 		now := s.now()
 		g := newGrant(req.Claim, now, req.SessionID)
@@ -70,13 +86,15 @@ VALUES (?, ?, ?, ?, ?)`, req.Claim.LinkID, req.Claim.AccountID, req.IdempotencyK
 				return err
 			}
 			// Pin the link's object version on the session straight from
-			// the locked link row.
+			// the locked link row. The session is bound to the link's
+			// account, not the caller's: a session of an unbound link is
+			// anonymous whoever minted it (SPEC §5).
 			_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, token_hash, link_id, grant_id, account_id,
   bucket, object_key, version_id, size, etag, content_type, last_modified, filename,
   byte_budget, bytes_drawn, max_concurrency, expires_at, created_at)
-SELECT ?, ?, id, ?, ?, bucket, object_key, version_id, size, etag, content_type, last_modified,
+SELECT ?, ?, id, ?, account_id, bucket, object_key, version_id, size, etag, content_type, last_modified,
   filename, ?, 0, ?, ?, ? FROM links WHERE id = ?`,
-				req.SessionID, req.TokenHash, g.ID, orNull(req.Claim.AccountID), req.ByteBudget,
+				req.SessionID, req.TokenHash, g.ID, req.ByteBudget,
 				req.MaxConcurrency, s.t(req.ExpiresAt), s.t(now), req.Claim.LinkID)
 			if err != nil {
 				return err
@@ -120,6 +138,34 @@ func (s *DB) sessionByKey(ctx context.Context, req ledger.MintRequest) (*ledger.
 JOIN session_idempotency k ON k.session_id = s.id
 WHERE k.link_id = ? AND k.scope = ? AND k.idem_key = ?`, req.Claim.LinkID, req.Claim.AccountID, req.IdempotencyKey))
 	return x, s.classify(err)
+}
+
+// affinityPrefix starts the idempotency keys of session affinity. Its space
+// is not a visible ASCII character, so no client's Idempotency-Key can
+// collide with one.
+const affinityPrefix = "affinity "
+
+// latestAffinity returns the newest session that affinity gave account on
+// the link, live or not. Errors: ErrNotFound.
+func (s *DB) latestAffinity(ctx context.Context, linkID, account string) (*ledger.Session, error) {
+	x, err := scanSession(s.db.QueryRowContext(ctx, `SELECT `+sessionColumns+sessionFrom+`
+JOIN session_idempotency k ON k.session_id = s.id
+WHERE k.link_id = ? AND k.scope = ? AND k.idem_key LIKE ?
+ORDER BY k.created_at DESC, k.session_id DESC LIMIT 1`, linkID, account, affinityPrefix+"%"))
+	return x, s.classify(err)
+}
+
+// AffinitySession returns the account's live affinity session of the
+// link. Errors: ErrNotFound, ErrUnavailable.
+func (s *DB) AffinitySession(ctx context.Context, linkID, account string) (*ledger.Session, error) {
+	x, err := s.latestAffinity(ctx, linkID, account)
+	if err != nil {
+		return nil, err
+	}
+	if x.Refusal(s.now()) != "" {
+		return nil, ledger.ErrNotFound
+	}
+	return x, nil
 }
 
 // SessionByTokenHash returns the session and its link's revocation time.

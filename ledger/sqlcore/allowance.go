@@ -1,0 +1,88 @@
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/dlgate/dlgate/ledger"
+)
+
+// AddAllowance raises allowance and remaining by n and records why, in one
+// transaction. A revoked link stays revoked: topping it up is refused by
+// the UPDATE's own condition, so a revocation that commits first always
+// wins. Errors: ErrNotFound, ErrRevoked, ErrInvalid.
+func (s *DB) AddAllowance(ctx context.Context, id string, n int, reason string) error {
+	if n < 1 || n > 1_000_000 {
+		return fmt.Errorf("%w: add must be between 1 and 1000000", ledger.ErrInvalid)
+	}
+	now := s.t(s.now())
+	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE links SET allowance = allowance + ?, remaining = remaining + ?
+WHERE id = ? AND revoked_at IS NULL`, n, n, id)
+		if err != nil {
+			return err
+		}
+		if k, err := affected(res); err != nil {
+			return err
+		} else if k == 0 {
+			return s.whyNotUpdated(ctx, tx, id)
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO allowance_changes (id, link_id, added, reason, created_at) VALUES (?, ?, ?, ?, ?)`,
+			newID(), id, n, reason, now)
+		return err
+	})
+}
+
+// whyNotUpdated tells an unknown link from a revoked one after a
+// conditional UPDATE matched no row.
+func (s *DB) whyNotUpdated(ctx context.Context, tx *sql.Tx, id string) error {
+	var revoked timeCol
+	err := tx.QueryRowContext(ctx, `SELECT revoked_at FROM links WHERE id = ?`, id).Scan(&revoked)
+	switch {
+	case isNoRows(err):
+		return ledger.ErrNotFound
+	case err != nil:
+		return err
+	case revoked.Valid:
+		return ledger.ErrRevoked
+	}
+	// Matched nothing yet exists unrevoked: only a concurrent change
+	// between the two statements could do that, which the transaction
+	// rules out. Say so rather than guess.
+	return fmt.Errorf("sqlcore: link %s neither updated nor revoked", id)
+}
+
+// AllowanceChanges lists the link's audited top-ups, newest first.
+// Errors: ErrNotFound.
+func (s *DB) AllowanceChanges(ctx context.Context, linkID string) ([]ledger.AllowanceChange, error) {
+	var one int
+	if err := s.db.QueryRowContext(ctx, `SELECT 1 FROM links WHERE id = ?`, linkID).Scan(&one); err != nil {
+		if isNoRows(err) {
+			return nil, ledger.ErrNotFound
+		}
+		return nil, s.classify(err)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT added, reason, created_at FROM allowance_changes
+WHERE link_id = ? ORDER BY created_at DESC, id DESC`, linkID)
+	if err != nil {
+		return nil, s.classify(err)
+	}
+	defer rows.Close()
+	changes := []ledger.AllowanceChange{}
+	for rows.Next() {
+		var (
+			c  ledger.AllowanceChange
+			at timeCol
+		)
+		if err := rows.Scan(&c.Add, &c.Reason, &at); err != nil {
+			return nil, s.classify(err)
+		}
+		c.CreatedAt = at.T
+		changes = append(changes, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.classify(err)
+	}
+	return changes, nil
+}

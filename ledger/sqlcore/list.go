@@ -1,0 +1,177 @@
+package sqlcore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dlgate/dlgate/ledger"
+)
+
+// ListLinks returns one page of links, newest first, with their counts.
+// Each filter has an index that continues in (created_at, id) order
+// (migrations 00003), so the page is one index range scan stopped by the
+// LIMIT; the counts of the whole page come from one more statement.
+// Errors: ErrInvalid (bad cursor, limit or state), ErrUnavailable.
+func (s *DB) ListLinks(ctx context.Context, q ledger.ListQuery) (ledger.LinkPage, error) {
+	limit := q.Limit
+	switch {
+	case limit == 0:
+		limit = ledger.DefaultListLimit
+	case limit < 1 || limit > ledger.MaxListLimit:
+		return ledger.LinkPage{}, fmt.Errorf("%w: limit must be between 1 and %d", ledger.ErrInvalid, ledger.MaxListLimit)
+	}
+	now := s.now()
+	where, args, err := s.listWhere(q, now)
+	if err != nil {
+		return ledger.LinkPage{}, err
+	}
+	// One row more than the page tells whether there is a next page.
+	rows, err := s.db.QueryContext(ctx, `SELECT `+linkColumns+` FROM links`+where+`
+ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, limit+1)...)
+	if err != nil {
+		return ledger.LinkPage{}, s.classify(err)
+	}
+	defer rows.Close()
+	var page ledger.LinkPage
+	for rows.Next() {
+		l, err := scanLink(rows)
+		if err != nil {
+			return ledger.LinkPage{}, s.classify(err)
+		}
+		page.Links = append(page.Links, ledger.LinkStatus{Link: *l,
+			Grants: map[string]int{ledger.StatusGranted: 0, ledger.StatusRefunded: 0}})
+	}
+	if err := rows.Err(); err != nil {
+		return ledger.LinkPage{}, s.classify(err)
+	}
+	rows.Close()
+	if len(page.Links) > limit {
+		page.Links = page.Links[:limit]
+		last := page.Links[limit-1]
+		page.Next = encodeCursor(last.CreatedAt, last.ID)
+	}
+	if err := s.countPage(ctx, page.Links, now); err != nil {
+		return ledger.LinkPage{}, err
+	}
+	return page, nil
+}
+
+// listWhere turns q into a WHERE clause and its arguments. The state
+// conditions follow ledger.Link.State: revocation first, then expiry,
+// then what remains.
+func (s *DB) listWhere(q ledger.ListQuery, now time.Time) (string, []any, error) {
+	var (
+		conds []string
+		args  []any
+	)
+	if q.AccountID != "" {
+		conds, args = append(conds, "account_id = ?"), append(args, q.AccountID)
+	}
+	if q.ObjectKey != "" {
+		conds, args = append(conds, "object_key = ?"), append(args, q.ObjectKey)
+	}
+	switch q.State {
+	case "":
+	case ledger.StateRevoked:
+		conds = append(conds, "is_revoked = 1")
+	case ledger.StateExpired:
+		conds, args = append(conds, "is_revoked = 0 AND expires_at <= ?"), append(args, s.t(now))
+	case ledger.StateExhausted:
+		conds, args = append(conds, "is_revoked = 0 AND expires_at > ? AND remaining = 0"), append(args, s.t(now))
+	case ledger.StateActive:
+		conds, args = append(conds, "is_revoked = 0 AND expires_at > ? AND remaining > 0"), append(args, s.t(now))
+	default:
+		return "", nil, fmt.Errorf("%w: unknown link state %q", ledger.ErrInvalid, q.State)
+	}
+	if !q.CreatedAfter.IsZero() {
+		// Stored times are whole microseconds: "after t" is "after t
+		// truncated".
+		conds, args = append(conds, "created_at > ?"), append(args, s.t(clampTime(q.CreatedAfter)))
+	}
+	if !q.CreatedBefore.IsZero() {
+		// …and "before t" is "before t rounded up to the microsecond".
+		before := clampTime(q.CreatedBefore)
+		if ledger.Micro(before).Before(before) {
+			before = before.Add(time.Microsecond)
+		}
+		conds, args = append(conds, "created_at < ?"), append(args, s.t(before))
+	}
+	if q.Cursor != "" {
+		at, id, err := decodeCursor(q.Cursor)
+		if err != nil {
+			return "", nil, err
+		}
+		conds = append(conds, "(created_at < ? OR (created_at = ? AND id < ?))")
+		args = append(args, s.t(at), s.t(at), id)
+	}
+	if len(conds) == 0 {
+		return "", nil, nil
+	}
+	return "\nWHERE " + strings.Join(conds, " AND "), args, nil
+}
+
+// Timestamps every backend can compare with: MySQL's DATETIME range.
+var (
+	minTime = time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+)
+
+// clampTime brings a caller's bound into the range a timestamp column
+// holds; outside it a bound excludes nothing more (or everything).
+func clampTime(t time.Time) time.Time {
+	switch {
+	case t.Before(minTime):
+		return minTime
+	case t.After(maxTime):
+		return maxTime
+	}
+	return t.UTC()
+}
+
+// countPage fills in the grant counts and live sessions of links with one
+// statement for the whole page, whatever its size.
+func (s *DB) countPage(ctx context.Context, links []ledger.LinkStatus, now time.Time) error {
+	if len(links) == 0 {
+		return nil
+	}
+	byID := make(map[string]*ledger.LinkStatus, len(links))
+	ids := make([]any, 0, len(links))
+	for i := range links {
+		byID[links[i].ID] = &links[i]
+		ids = append(ids, links[i].ID)
+	}
+	in := "?" + strings.Repeat(", ?", len(ids)-1)
+	// The session condition is the one Link uses for active_sessions.
+	query := `SELECT 'grant', link_id, status, COUNT(*) FROM grants
+WHERE link_id IN (` + in + `) GROUP BY link_id, status
+UNION ALL
+SELECT 'session', link_id, '', COUNT(*) FROM sessions
+WHERE link_id IN (` + in + `) AND revoked_at IS NULL AND ended_at IS NULL AND expires_at > ?
+GROUP BY link_id`
+	args := append(append(append(make([]any, 0, 2*len(ids)+1), ids...), ids...), s.t(now))
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return s.classify(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			kind, id, status string
+			n                int
+		)
+		if err := rows.Scan(&kind, &id, &status, &n); err != nil {
+			return s.classify(err)
+		}
+		st := byID[id]
+		switch {
+		case st == nil:
+		case kind == "session":
+			st.ActiveSessions = n
+		default:
+			st.Grants[status] = n
+		}
+	}
+	return s.classify(rows.Err())
+}

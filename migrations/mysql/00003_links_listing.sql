@@ -1,0 +1,30 @@
+-- +goose Up
+-- The admin listing (SPEC §6) reads links newest first, (created_at, id)
+-- descending, and each filter has an index that starts with the filtered
+-- column and continues in that order: a page is one index range scan,
+-- stopped by LIMIT, never a sort.
+--
+-- A link's state depends on the clock, so no index can hold it. What does
+-- not move is revocation: is_revoked splits revoked links from the rest;
+-- for expired, exhausted and active the scan of is_revoked = 0 checks
+-- expires_at and remaining in the index entry itself (index condition
+-- pushdown), without reading the row.
+--
+-- object_key is VARCHAR(1024) utf8mb4, up to 4096 bytes, over InnoDB's
+-- 3072-byte key limit, so its index is on the first 700 characters; the
+-- equality is still checked on the row, and rows whose keys share those
+-- characters stay in (created_at, id) order.
+ALTER TABLE links
+  ADD COLUMN is_revoked BOOLEAN AS (revoked_at IS NOT NULL) STORED,
+  ADD KEY links_created (created_at, id),
+  ADD KEY links_account_created (account_id, created_at, id),
+  ADD KEY links_object_created (object_key(700), created_at, id),
+  ADD KEY links_state_created (is_revoked, created_at, id, expires_at, remaining);
+
+-- +goose Down
+ALTER TABLE links
+  DROP KEY links_state_created,
+  DROP KEY links_object_created,
+  DROP KEY links_account_created,
+  DROP KEY links_created,
+  DROP COLUMN is_revoked;
