@@ -235,6 +235,7 @@ type LinkRequest struct {
 	Filename  string           `json:"filename,omitempty"`
 	Delivery  string           `json:"delivery,omitempty"`
 	Confirm   bool             `json:"confirm,omitempty"`
+	Account   string           `json:"account_id,omitempty"`
 	Session   *SessionSettings `json:"session,omitempty"`
 }
 
