@@ -31,8 +31,9 @@ func New(baseURL, token string, httpClient *http.Client) *Client {
 	return &Client{baseURL: strings.TrimRight(baseURL, "/"), token: token, http: httpClient}
 }
 
-// maxAnswer bounds a successful JSON answer; a link is a few hundred bytes.
-const maxAnswer = 1 << 20
+// maxAnswer bounds a successful JSON answer: a link is a few hundred bytes,
+// a page of 500 links with long keys a few megabytes.
+const maxAnswer = 16 << 20
 
 // PutObject uploads body as the object key into the gateway's configured
 // store, streaming it. size is the body's length, or -1 when unknown. The

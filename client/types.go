@@ -59,8 +59,10 @@ type Link struct {
 	Downloads      int              `json:"downloads"`
 	Remaining      int              `json:"remaining"`
 	ExpiresAt      time.Time        `json:"expires_at"`
+	CreatedAt      time.Time        `json:"created_at"`
 	Delivery       string           `json:"delivery"`
 	AccountID      string           `json:"account_id"`
+	Filename       string           `json:"filename"`
 	Object         LinkObject       `json:"object"`
 	Session        *SessionSettings `json:"session"`
 	RevokedAt      *time.Time       `json:"revoked_at"`

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,8 @@ const (
 	DefaultSessionMaxConcurrency = 4
 	DefaultSlotLease             = 30 * time.Second
 	DefaultSweepInterval         = 15 * time.Second
+	DefaultStoreOpenTimeout      = 10 * time.Second
+	DefaultStoreIdleTimeout      = 30 * time.Second
 
 	// EnvPrefix starts every environment variable name.
 	EnvPrefix = "GATEWAY_"
@@ -58,6 +61,12 @@ type Config struct {
 	S3Endpoint  string // GATEWAY_S3_ENDPOINT; empty means AWS
 	S3Region    string // GATEWAY_S3_REGION
 	S3PathStyle bool   // GATEWAY_S3_PATH_STYLE
+	// StoreOpenTimeout is GATEWAY_STORE_OPEN_TIMEOUT: how long opening an
+	// object may take until its first bytes arrive.
+	StoreOpenTimeout time.Duration
+	// StoreIdleTimeout is GATEWAY_STORE_IDLE_TIMEOUT: how long a running
+	// download may wait for the next byte from the store.
+	StoreIdleTimeout time.Duration
 
 	ShutdownGrace time.Duration // GATEWAY_SHUTDOWN_GRACE
 	LogLevel      slog.Level    // GATEWAY_LOG_LEVEL: debug, info, warn, error
@@ -112,6 +121,8 @@ func Default() *Config {
 		SessionMaxConcurrency: DefaultSessionMaxConcurrency,
 		SlotLease:             DefaultSlotLease,
 		SweepInterval:         DefaultSweepInterval,
+		StoreOpenTimeout:      DefaultStoreOpenTimeout,
+		StoreIdleTimeout:      DefaultStoreIdleTimeout,
 		PreviewDetails:        true,
 		Auth:                  "none",
 		JWTAccountClaim:       "sub",
@@ -123,6 +134,26 @@ func Default() *Config {
 // flag, missing flag value, stray argument), as opposed to a value that is
 // invalid wherever it came from. The CLI exits 2 for it.
 type FlagError struct{ Err error }
+
+// flagName finds the "-name" Go's flag package puts in its messages.
+var flagName = regexp.MustCompile(`(^|\s)-([A-Za-z0-9][A-Za-z0-9_.-]*)`)
+
+// DoubleDash rewrites an error of Go's flag package so that it names flags
+// the way the help and the docs spell them: "unknown flag --bogus" instead
+// of "flag provided but not defined: -bogus". Other errors pass unchanged.
+func DoubleDash(err error) error {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return errors.New("unknown flag --" + name)
+	}
+	if !strings.Contains(msg, "flag") {
+		return err
+	}
+	return errors.New(flagName.ReplaceAllString(msg, "$1--$2"))
+}
 
 func (e *FlagError) Error() string { return "config: " + e.Err.Error() }
 func (e *FlagError) Unwrap() error { return e.Err }
@@ -143,7 +174,7 @@ func Load(args []string, env func(string) string) (*Config, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
-		return nil, &FlagError{Err: err}
+		return nil, &FlagError{Err: DoubleDash(err)}
 	}
 	if fs.NArg() > 0 {
 		return nil, &FlagError{Err: fmt.Errorf("unexpected argument %q", fs.Arg(0))}
@@ -323,6 +354,8 @@ func (c *Config) Validate() error {
 		{"SESSION_TTL", c.SessionTTL},
 		{"SLOT_LEASE", c.SlotLease},
 		{"SWEEP_INTERVAL", c.SweepInterval},
+		{"STORE_OPEN_TIMEOUT", c.StoreOpenTimeout},
+		{"STORE_IDLE_TIMEOUT", c.StoreIdleTimeout},
 	} {
 		if d.d <= 0 {
 			return bad(d.name, "must be positive, got %v", d.d)

@@ -120,6 +120,8 @@ var samples = map[string]string{
 	"S3_ENDPOINT":             "http://minio:9000",
 	"S3_REGION":               "eu-west-1",
 	"S3_PATH_STYLE":           "true",
+	"STORE_OPEN_TIMEOUT":      "4s",
+	"STORE_IDLE_TIMEOUT":      "45s",
 	"SHUTDOWN_GRACE":          "1m0s",
 	"LOG_LEVEL":               "debug",
 	"LOG_FORMAT":              "json",
@@ -231,6 +233,8 @@ func TestLoadValidationErrors(t *testing.T) {
 		{"NegativeTTL", map[string]string{"GATEWAY_SESSION_TTL": "-1h"}, `config: GATEWAY_SESSION_TTL: must be positive, got -1h0m0s`},
 		{"ZeroLease", map[string]string{"GATEWAY_SLOT_LEASE": "0"}, `config: GATEWAY_SLOT_LEASE: must be positive, got 0s`},
 		{"ZeroSweep", map[string]string{"GATEWAY_SWEEP_INTERVAL": "0ms"}, `config: GATEWAY_SWEEP_INTERVAL: must be positive, got 0s`},
+		{"ZeroStoreOpenTimeout", map[string]string{"GATEWAY_STORE_OPEN_TIMEOUT": "0s"}, `config: GATEWAY_STORE_OPEN_TIMEOUT: must be positive, got 0s`},
+		{"NegativeStoreIdleTimeout", map[string]string{"GATEWAY_STORE_IDLE_TIMEOUT": "-1s"}, `config: GATEWAY_STORE_IDLE_TIMEOUT: must be positive, got -1s`},
 		{"DurationSyntax", map[string]string{"GATEWAY_SWEEP_INTERVAL": "15"}, `config: GATEWAY_SWEEP_INTERVAL: invalid duration "15"`},
 		{"NegativeBudget", map[string]string{"GATEWAY_SESSION_BYTE_BUDGET": "-1"}, `config: GATEWAY_SESSION_BYTE_BUDGET: must be 0 (automatic) or positive, got -1`},
 		{"BudgetNotInteger", map[string]string{"GATEWAY_SESSION_BYTE_BUDGET": "1MiB"}, `config: GATEWAY_SESSION_BYTE_BUDGET: invalid integer "1MiB" (from the environment)`},
@@ -346,10 +350,10 @@ func TestLoadArgumentErrors(t *testing.T) {
 	}{
 		{"Help", []string{"-h"}, true, ""},
 		{"LongHelp", []string{"--help"}, true, ""},
-		{"UnknownFlag", []string{"--listen-addr", "x"}, false, "config: flag provided but not defined: -listen-addr"},
-		{"MissingValue", []string{"--listen"}, false, "config: flag needs an argument: -listen"},
+		{"UnknownFlag", []string{"--listen-addr", "x"}, false, "config: unknown flag --listen-addr"},
+		{"MissingValue", []string{"--listen"}, false, "config: flag needs an argument: --listen"},
 		{"StrayArgument", []string{"now"}, false, `config: unexpected argument "now"`},
-		{"EnvStyleFlag", []string{"--db_driver", "x"}, false, "config: flag provided but not defined: -db_driver"},
+		{"EnvStyleFlag", []string{"--db_driver", "x"}, false, "config: unknown flag --db_driver"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -466,6 +470,20 @@ func TestPrintFlagsListsEveryVariable(t *testing.T) {
 	for _, v := range vars {
 		if !strings.Contains(buf.String(), "--"+v.flag()) || !strings.Contains(buf.String(), v.env()) {
 			t.Errorf("PrintFlags lacks --%s or %s", v.flag(), v.env())
+		}
+	}
+}
+
+func TestDoubleDashNamesFlagsAsTheDocsDo(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"unknown flag --bogus", "unknown flag --bogus"},
+		{"flag needs an argument: --listen", "flag needs an argument: --listen"},
+		{`invalid value "x" for flag -downloads: parse error`, `invalid value "x" for flag --downloads: parse error`},
+		{"something else -x", "something else -x"},
+	}
+	for _, c := range cases {
+		if got := DoubleDash(errors.New(c.in)).Error(); got != c.want {
+			t.Errorf("DoubleDash(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }

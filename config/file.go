@@ -31,6 +31,8 @@ type fileConfig struct {
 	S3Endpoint            fileValue `yaml:"s3_endpoint"`
 	S3Region              fileValue `yaml:"s3_region"`
 	S3PathStyle           fileValue `yaml:"s3_path_style"`
+	StoreOpenTimeout      fileValue `yaml:"store_open_timeout"`
+	StoreIdleTimeout      fileValue `yaml:"store_idle_timeout"`
 	ShutdownGrace         fileValue `yaml:"shutdown_grace"`
 	LogLevel              fileValue `yaml:"log_level"`
 	LogFormat             fileValue `yaml:"log_format"`

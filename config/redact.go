@@ -2,6 +2,7 @@ package config
 
 import (
 	"log/slog"
+	"net/url"
 	"strings"
 )
 
@@ -40,8 +41,29 @@ func (v variable) safe(c *Config) string {
 		return redacted
 	case v.name == "DB_DSN" && c.DBDriver == "mysql":
 		return redactDSN(s)
+	case strings.Contains(s, "://"):
+		return redactURL(s)
 	}
 	return s
+}
+
+// redactURL hides the user information of a URL setting (an S3 endpoint
+// or JWKS URL written as https://user:password@host/) and its query, which
+// may carry a signature or an API key.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// Unparsable: show only the scheme, never what might be a secret.
+		scheme, _, _ := strings.Cut(raw, "://")
+		return scheme + "://" + redacted
+	}
+	if u.User != nil {
+		u.User = url.User(redacted)
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = redacted
+	}
+	return u.String()
 }
 
 // redactDSN hides the password of a go-sql-driver DSN,

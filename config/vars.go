@@ -41,6 +41,8 @@ var vars = []variable{
 	{name: "S3_ENDPOINT", arg: "URL", usage: "S3-compatible endpoint (default AWS)", ptr: func(c *Config) any { return &c.S3Endpoint }},
 	{name: "S3_REGION", arg: "NAME", usage: "S3 region", ptr: func(c *Config) any { return &c.S3Region }},
 	{name: "S3_PATH_STYLE", usage: "use path-style S3 addressing", ptr: func(c *Config) any { return &c.S3PathStyle }},
+	{name: "STORE_OPEN_TIMEOUT", arg: "DURATION", usage: "how long opening an object may take until its first bytes arrive; past it the claim is refunded and the answer is 504", ptr: func(c *Config) any { return &c.StoreOpenTimeout }},
+	{name: "STORE_IDLE_TIMEOUT", arg: "DURATION", usage: "how long a running download may wait for the next byte from the store before it is cut", ptr: func(c *Config) any { return &c.StoreIdleTimeout }},
 	{name: "SHUTDOWN_GRACE", arg: "DURATION", usage: "how long shutdown waits for running requests", ptr: func(c *Config) any { return &c.ShutdownGrace }},
 	{name: "LOG_LEVEL", arg: "LEVEL", usage: "debug, info, warn or error", ptr: func(c *Config) any { return &c.LogLevel }},
 	{name: "LOG_FORMAT", arg: "FORMAT", usage: `"text" or "json"`, ptr: func(c *Config) any { return &c.LogFormat }},

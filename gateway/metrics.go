@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"net/http"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -25,7 +27,7 @@ type metrics struct {
 	swept        *prometheus.CounterVec
 }
 
-func newMetrics() *metrics {
+func newMetrics(version string) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -63,6 +65,15 @@ func newMetrics() *metrics {
 			Name: "gateway_sweeper_rows_total", Help: "Rows handled by the sweeper.",
 		}, []string{"what"}),
 	}
+	if version == "" {
+		version = "dev"
+	}
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "gateway_build_info", Help: "Always 1; the labels say which build runs.",
+		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()},
+	})
+	buildInfo.Set(1)
+	m.reg.MustRegister(buildInfo)
 	m.reg.MustRegister(m.requests, m.duration, m.bodyBytes, m.claims, m.refunds, m.sessions, m.previews, m.authFailures,
 		m.streaming, m.budgetDraw, m.swept,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -70,7 +81,18 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) observe(route, method string, status int, d time.Duration, bytes int64) {
-	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	m.requests.WithLabelValues(route, methodLabel(method), strconv.Itoa(status)).Inc()
 	m.duration.WithLabelValues(route).Observe(d.Seconds())
 	m.bodyBytes.WithLabelValues(route).Add(float64(bytes))
+}
+
+// methodLabel keeps the method label to a fixed set: a client can send any
+// token as a method, and each would become a new series.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete,
+		http.MethodPatch, http.MethodOptions:
+		return m
+	}
+	return "other"
 }

@@ -103,8 +103,8 @@ func named(route string, h http.Handler) http.Handler {
 }
 
 // wrap gives every request of a listener an id, the listener's common
-// headers, a log line and metrics. It sits around the whole router so that
-// nothing the router answers on its own escapes it.
+// headers, an access line and metrics. It sits around the whole router so
+// that nothing the router answers on its own escapes it.
 func (s *Server) wrap(public bool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -119,20 +119,36 @@ func (s *Server) wrap(public bool, h http.Handler) http.Handler {
 			hd.Set("X-Content-Type-Options", "nosniff")
 			hd.Set("Referrer-Policy", "no-referrer")
 		}
-		defer func() {
-			status := rec.status
-			if status == 0 {
-				status = http.StatusOK
-			}
-			route := info.route
-			s.metrics.observe(route, r.Method, status, time.Since(start), rec.bytes)
-			level := slog.LevelInfo
-			if status == http.StatusNotFound || status == http.StatusRequestedRangeNotSatisfiable || route == "healthz" || route == "metrics" {
-				level = slog.LevelDebug
-			}
-			s.log.Log(r.Context(), level, "http", "request_id", info.id, "route", route, "method", r.Method,
-				"status", status, "bytes", rec.bytes, "duration_ms", strconv.FormatFloat(float64(time.Since(start).Microseconds())/1000, 'f', 1, 64))
-		}()
+		defer s.accessLog(r, info, rec, start)
 		h.ServeHTTP(rec, r)
 	})
+}
+
+// accessLog writes the request's one access line and its metrics.
+// Refusals (404, 409, 416, 429) are at info like everything else: an
+// operator asking "who tried this link" needs them. Only health checks
+// and scrapes are at debug.
+func (s *Server) accessLog(r *http.Request, info *reqInfo, rec *recorder, start time.Time) {
+	status := rec.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	d := time.Since(start)
+	s.metrics.observe(info.route, r.Method, status, d, rec.bytes)
+	level := slog.LevelInfo
+	if info.route == "healthz" || info.route == "readyz" || info.route == "metrics" {
+		level = slog.LevelDebug
+	}
+	if !s.log.Enabled(r.Context(), level) {
+		return
+	}
+	client := info.client
+	if client == "" {
+		if a := s.ClientAddr(r); a.IsValid() {
+			client = a.String()
+		}
+	}
+	s.log.Log(r.Context(), level, "http", "method", r.Method, "status", status, "bytes", rec.bytes,
+		"duration_ms", strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64),
+		"client", client, "user_agent", userAgent(r, 80))
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,14 @@ type Options struct {
 	// before the client is considered gone (default 2 min). Slow but
 	// moving clients are never cut.
 	WriteTimeout time.Duration
+	// StoreOpenTimeout bounds opening an object until its first bytes
+	// arrive (GATEWAY_STORE_OPEN_TIMEOUT, default 10 s); past it a stream
+	// claim is refunded and the answer is 504.
+	StoreOpenTimeout time.Duration
+	// StoreIdleTimeout bounds the wait for the next byte from the store
+	// while a response streams (GATEWAY_STORE_IDLE_TIMEOUT, default
+	// 30 s); past it the response is cut.
+	StoreIdleTimeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// SecretPrevious are older secrets whose tokens are still accepted,
@@ -54,6 +63,12 @@ type Options struct {
 	// HidePreviewDetails keeps file name and size out of previews
 	// (GATEWAY_PREVIEW_DETAILS=false).
 	HidePreviewDetails bool
+	// ClientAddr names a request's client for the access log (SPEC §8);
+	// default the direct peer. The gateway passes auth.ClientAddr with
+	// GATEWAY_TRUSTED_PROXIES.
+	ClientAddr func(*http.Request) netip.Addr
+	// Version labels gateway_build_info.
+	Version string
 }
 
 // Server serves the public and admin routes.
@@ -101,7 +116,11 @@ func New(opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Server{Options: opts, log: opts.Logger, metrics: newMetrics(),
+	if opts.ClientAddr == nil {
+		opts.ClientAddr = func(r *http.Request) netip.Addr { return auth.ClientAddr(r, nil) }
+	}
+	log := slog.New(contextHandler{opts.Logger.Handler()})
+	return &Server{Options: opts, log: log, metrics: newMetrics(opts.Version),
 		keys: token.NewKeys(opts.Secret, opts.SecretPrevious...)}, nil
 }
 

@@ -55,7 +55,7 @@ func TestRunDispatch(t *testing.T) {
 		{"HelpUnknown", []string{"help", "deploy"}, nil, 2, `gateway: unknown help topic "deploy"`, ""},
 		{"ServeHelp", []string{"serve", "-h"}, nil, 0, "", "GATEWAY_SESSION_BYTE_BUDGET"},
 		{"MigrateHelp", []string{"migrate", "--help"}, nil, 0, "", "--db-dsn DSN"},
-		{"ServeBadFlag", []string{"serve", "--lisen", ":1"}, nil, 2, "gateway: config: flag provided but not defined: -lisen", ""},
+		{"ServeBadFlag", []string{"serve", "--lisen", ":1"}, nil, 2, "gateway: config: unknown flag --lisen", ""},
 		{"ServeStrayArgument", []string{"serve", "now"}, nil, 2, `gateway: config: unexpected argument "now"`, ""},
 		{"ServeInvalidEnv", []string{"serve"}, map[string]string{"GATEWAY_DB_DRIVER": "pg"}, 1,
 			`gateway: config: GATEWAY_DB_DRIVER: must be "sqlite" or "mysql", got "pg"`, ""},

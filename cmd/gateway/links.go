@@ -26,10 +26,10 @@ import (
 // linksCommand administers links through the admin API.
 type linksCommand struct{ main *Main }
 
-// Run dispatches to create, show, revoke or top-up.
+// Run dispatches to create, show, list, grants, revoke or top-up.
 func (c *linksCommand) Run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usagef("links: missing subcommand (create, show, revoke, top-up); run 'gateway help links'")
+		return usagef("links: missing subcommand (create, show, list, grants, revoke, top-up); run 'gateway help links'")
 	}
 	name, args := args[0], args[1:]
 	switch name {
@@ -41,6 +41,10 @@ func (c *linksCommand) Run(ctx context.Context, args []string) error {
 		return c.revoke(ctx, args)
 	case "top-up":
 		return c.topUp(ctx, args)
+	case "list":
+		return c.list(ctx, args)
+	case "grants":
+		return c.grants(ctx, args)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(c.main.Stdout, linksUsage)
 		return nil
@@ -52,6 +56,8 @@ func (c *linksCommand) Run(ctx context.Context, args []string) error {
 const linksUsage = `Usage:
   gateway links create FILE_OR_KEY --downloads N --expires-in DURATION [flags]
   gateway links show ID
+  gateway links list [--account A] [--state S] [--object-key K] [--limit N] [--all] [--json]
+  gateway links grants ID [--limit N] [--all] [--json]
   gateway links revoke ID [--json]
   gateway links top-up ID N [--reason R] [--json]
 
@@ -201,7 +207,7 @@ func (c *linksCommand) create(ctx context.Context, args []string) error {
 	// stdout stays just the URL for scripts; the id (for links show,
 	// revoke, top-up) goes to stderr. The named URL, so that `wget URL`
 	// and `aria2c URL` save the file under its name (SPEC §9).
-	fmt.Fprintf(c.main.Stderr, "link %s: %d downloads, expires %s\n", l.ID, l.Downloads, l.ExpiresAt.UTC().Format(time.RFC3339))
+	fmt.Fprintf(c.main.Stderr, "link %s: %s, expires %s\n", l.ID, plural(l.Downloads, "download"), l.ExpiresAt.UTC().Format(time.RFC3339))
 	url := l.NamedURL
 	if url == "" { // a gateway from before named URLs
 		url = l.URL
@@ -336,10 +342,10 @@ func (c *linksCommand) topUp(ctx context.Context, args []string) error {
 		return printJSON(c.main.Stdout, l)
 	}
 	if len(l.Raw) == 0 {
-		fmt.Fprintf(c.main.Stdout, "link %s: %d downloads added\n", id, n)
+		fmt.Fprintf(c.main.Stdout, "link %s: %s added\n", id, plural(n, "download"))
 		return nil
 	}
-	fmt.Fprintf(c.main.Stdout, "link %s: %d downloads added, %d remaining\n", id, n, l.Remaining)
+	fmt.Fprintf(c.main.Stdout, "link %s: %s added, %d remaining\n", id, plural(n, "download"), l.Remaining)
 	return nil
 }
 
@@ -401,7 +407,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			return nil, config.DoubleDash(err)
 		}
 		rest := fs.Args()
 		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
@@ -458,4 +464,12 @@ func printJSON(w io.Writer, l client.Link) error {
 	buf.WriteByte('\n')
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+// plural writes "1 download", "3 downloads".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

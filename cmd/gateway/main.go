@@ -8,26 +8,62 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/dlgate/dlgate/config"
 )
 
 func main() {
+	progName = commandName(os.Args[0])
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// The first signal starts a graceful shutdown; a second one ends the
+	// process at once, with the shell's code for death by that signal
+	// (130 for Ctrl-C), so scripts can tell it from an error.
+	second := make(chan os.Signal, 1)
 	go func() {
-		// After the first signal starts a graceful shutdown, restore the
-		// default handling so a second one ends the process at once.
 		<-ctx.Done()
-		stop()
+		signal.Notify(second, os.Interrupt, syscall.SIGTERM)
+		sig := <-second
+		code := 130
+		if sig == syscall.SIGTERM {
+			code = 143
+		}
+		if jsonLogs.Load() {
+			slog.New(slog.NewJSONHandler(os.Stderr, nil)).Warn("second signal, exiting now", "signal", sig.String())
+		} else {
+			fmt.Fprintf(os.Stderr, "gateway: second %s, exiting now\n", sig)
+		}
+		os.Exit(code)
 	}()
 	m := &Main{Stdout: os.Stdout, Stderr: os.Stderr, Env: os.Getenv}
 	err := m.Run(ctx, os.Args[1:])
 	stop()
 	os.Exit(report(os.Stderr, err))
+}
+
+// jsonLogs is set once serve runs with GATEWAY_LOG_FORMAT=json, so that
+// even the last words of a process killed by a second signal are JSON.
+var jsonLogs atomic.Bool
+
+// progName is how the person ran this program, for the hints it prints:
+// "go run ./cmd/gateway" under go run, else the command as typed.
+var progName = "gateway"
+
+// commandName turns os.Args[0] into the command a person would type again.
+func commandName(arg0 string) string {
+	if strings.Contains(arg0, string(os.PathSeparator)+"go-build") {
+		return "go run ./cmd/gateway" // a binary in go run's temporary build directory
+	}
+	if arg0 == "" {
+		return "gateway"
+	}
+	return arg0
 }
 
 // Main is the gateway command with its environment, so that tests run it
@@ -87,6 +123,8 @@ Usage:
   gateway migrate [flags]      apply database migrations and exit
   gateway links create FILE_OR_KEY --downloads N --expires-in DURATION [flags]
   gateway links show ID
+  gateway links list [--account A] [--state S] [--json]
+  gateway links grants ID [--json]
   gateway links revoke ID
   gateway links top-up ID N [--reason R]
   gateway version
@@ -108,8 +146,21 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return serve(ctx, cfg, c.main.Stdout)
+	jsonLogs.Store(cfg.LogFormat == "json")
+	err = serve(ctx, cfg, c.main.Stdout)
+	if err != nil && cfg.LogFormat == "json" {
+		// Every line is JSON in this format, the last one too.
+		slog.New(slog.NewJSONHandler(c.main.Stderr, nil)).Error("gateway stopped", "err", err)
+		return &reportedError{err}
+	}
+	return err
 }
+
+// reportedError was already printed; report only sets the exit code.
+type reportedError struct{ err error }
+
+func (e *reportedError) Error() string { return e.err.Error() }
+func (e *reportedError) Unwrap() error { return e.err }
 
 // migrateCommand applies pending migrations and exits.
 type migrateCommand struct{ main *Main }
@@ -144,6 +195,10 @@ func usagef(format string, args ...any) error {
 func report(stderr io.Writer, err error) int {
 	if err == nil {
 		return 0
+	}
+	var done *reportedError
+	if errors.As(err, &done) {
+		return 1
 	}
 	fmt.Fprintf(stderr, "gateway: %s\n", strings.Join(strings.Fields(err.Error()), " "))
 	var ue *usageError

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -89,11 +91,7 @@ func previewDetector(list string) (*preview.Detector, error) {
 
 // newAuthenticator verifies callers as GATEWAY_AUTH says (SPEC §8). A
 // JWKS URL is refreshed in the background until ctx ends.
-func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger) (auth.Authenticator, error) {
-	trusted, err := auth.ParsePrefixes(cfg.TrustedProxies)
-	if err != nil {
-		return nil, fmt.Errorf("config: GATEWAY_TRUSTED_PROXIES: %w", err)
-	}
+func newAuthenticator(ctx context.Context, cfg *config.Config, trusted []netip.Prefix, log *slog.Logger) (auth.Authenticator, error) {
 	leeway := cfg.JWTLeeway
 	if leeway == 0 {
 		leeway = -1 // auth reads 0 as "default"; the operator said none
@@ -110,11 +108,76 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 }
 
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		// slog's JSON writes a duration as nanoseconds; people read "30s".
+		if a.Value.Kind() == slog.KindDuration {
+			return slog.String(a.Key, a.Value.Duration().String())
+		}
+		return a
+	}}
 	if cfg.LogFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// announce tells the person who started the gateway where it listens and,
+// on the embedded default, the command that makes a first link from this
+// very setup: the binary as it was run, and the admin URL and data
+// directory when they are not the defaults the links commands assume. In
+// JSON log format it is one JSON line, like everything else.
+func announce(w io.Writer, cfg *config.Config, publicURL, adminURL, newToken string) {
+	first := ""
+	if cfg.DBDriver == "sqlite" && cfg.Store == "fs" {
+		// Only the embedded default is someone's first run.
+		var b strings.Builder
+		if cfg.DataDir != config.DefaultDataDir {
+			dir, err := filepath.Abs(cfg.DataDir)
+			if err != nil {
+				dir = cfg.DataDir
+			}
+			fmt.Fprintf(&b, "GATEWAY_DATA_DIR=%s ", shellQuote(dir))
+		}
+		b.WriteString(progName)
+		b.WriteString(" links create ./some.file --downloads 3 --expires-in 24h")
+		if adminURL != "http://"+config.DefaultAdminListen {
+			b.WriteString(" --admin-url " + adminURL)
+		}
+		first = b.String()
+	}
+	if cfg.LogFormat == "json" {
+		l := slog.New(slog.NewJSONHandler(w, nil))
+		l.Info("listening", "public_url", publicURL, "admin_url", adminURL, "database", cfg.DBDriver, "store", cfg.Store)
+		if newToken != "" {
+			l.Info("generated admin token", "data_dir", cfg.DataDir, "admin_token", newToken)
+		}
+		if first != "" {
+			l.Info("create a first link", "command", first)
+		}
+		return
+	}
+	fmt.Fprintf(w, "gateway: public %s, admin %s, database %s, store %s\n", publicURL, adminURL, cfg.DBDriver, cfg.Store)
+	if newToken != "" {
+		fmt.Fprintf(w, "gateway: generated admin token (saved in %s): %s\n", cfg.DataDir, newToken)
+	}
+	if first != "" {
+		fmt.Fprintf(w, "gateway: create a first link with: %s\n", first)
+	}
+}
+
+func isWildcard(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "" || (ip != nil && ip.IsUnspecified())
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // serve runs the gateway with cfg until ctx is canceled, then shuts down
@@ -126,7 +189,11 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	authn, err := newAuthenticator(ctx, cfg, log)
+	trusted, err := auth.ParsePrefixes(cfg.TrustedProxies)
+	if err != nil {
+		return fmt.Errorf("config: GATEWAY_TRUSTED_PROXIES: %w", err)
+	}
+	authn, err := newAuthenticator(ctx, cfg, trusted, log)
 	if err != nil {
 		return err
 	}
@@ -169,18 +236,19 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		SlotLease: cfg.SlotLease,
 		Previews:  previews, HidePreviewDetails: !cfg.PreviewDetails,
 		Auth: authn,
+		// A stalled store answers 504 or cuts the transfer after these.
+		StoreOpenTimeout: cfg.StoreOpenTimeout, StoreIdleTimeout: cfg.StoreIdleTimeout,
+		ClientAddr: func(r *http.Request) netip.Addr { return auth.ClientAddr(r, trusted) },
+		Version:    buildVersion(),
 	})
 	if err != nil {
 		return err
 	}
 	adminURL := "http://" + config.DialableAddr(adm.Addr().String())
-	fmt.Fprintf(stdout, "gateway: public %s, admin %s, database %s, store %s\n", publicURL, adminURL, cfg.DBDriver, cfg.Store)
-	if newToken != "" {
-		fmt.Fprintf(stdout, "gateway: generated admin token (saved in %s): %s\n", cfg.DataDir, newToken)
-	}
-	if cfg.DBDriver == "sqlite" && cfg.Store == "fs" {
-		// Only the embedded default is someone's first run.
-		fmt.Fprintf(stdout, "gateway: create a first link with: go run ./cmd/gateway links create ./some.file --downloads 3 --expires-in 24h\n")
+	announce(stdout, cfg, publicURL, adminURL, newToken)
+	if host, _, _ := net.SplitHostPort(cfg.Listen); cfg.PublicURL == "http://"+config.DialableAddr(cfg.Listen) && isWildcard(host) {
+		log.Warn("listening on every interface, but links name localhost; set GATEWAY_PUBLIC_URL to the address people reach",
+			"listen", cfg.Listen, "public_url", publicURL)
 	}
 	log.Info("starting", "config", cfg)
 

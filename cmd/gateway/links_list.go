@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mattn/go-isatty"
+
+	"github.com/dlgate/dlgate/client"
+)
+
+// isTerminal reports whether w is a terminal, where listings are tables;
+// anywhere else they are JSON lines for scripts. Tests replace it.
+var isTerminal = func(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// pageFlags are the paging flags of list and grants.
+type pageFlags struct {
+	limit  *int
+	cursor *string
+	all    *bool
+	json   *bool
+}
+
+func registerPageFlags(fs *flag.FlagSet, what string) pageFlags {
+	return pageFlags{
+		limit:  fs.Int("limit", 0, "at most `N` "+what+" per page, 1 to 500 (default 100)"),
+		cursor: fs.String("cursor", "", "start at this `cursor`, printed when more "+what+" remain"),
+		all:    fs.Bool("all", false, "follow every page instead of stopping after one"),
+		json:   fs.Bool("json", false, "print JSON lines, one per "+strings.TrimSuffix(what, "s")+" (the default when stdout is not a terminal)"),
+	}
+}
+
+func (p pageFlags) check(cmd string) error {
+	if *p.limit != 0 && (*p.limit < 1 || *p.limit > 500) {
+		return usagef("%s: --limit must be between 1 and 500, got %d", cmd, *p.limit)
+	}
+	return nil
+}
+
+var linkStates = []string{"active", "exhausted", "expired", "revoked"}
+
+func (c *linksCommand) list(ctx context.Context, args []string) error {
+	fs := newFlagSet("links list")
+	var admin adminFlags
+	admin.register(fs)
+	account := fs.String("account", "", "only links bound to this `account`")
+	state := fs.String("state", "", "only links in this `state`: active, exhausted, expired or revoked")
+	objectKey := fs.String("object-key", "", "only links to this object `key`")
+	page := registerPageFlags(fs, "links")
+	pos, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(c.main.Stdout, "Usage: gateway links list [--account A] [--state S] [--object-key K] [--limit N] [--all] [--json]\n\n"+
+			"Lists links, newest first: a table on a terminal, otherwise one JSON object per line\n"+
+			"(each as 'links show' prints it, without the token).\n\nFlags:\n")
+		printFlags(c.main.Stdout, fs)
+		return nil
+	}
+	if err != nil {
+		return usagef("links list: %v", err)
+	}
+	if len(pos) != 0 {
+		return usagef("links list: unexpected argument %q", pos[0])
+	}
+	if *state != "" && !slices.Contains(linkStates, *state) {
+		return usagef("links list: --state must be one of %s, got %q", strings.Join(linkStates, ", "), *state)
+	}
+	if err := page.check("links list"); err != nil {
+		return err
+	}
+	cl, err := admin.client(c.main.Env)
+	if err != nil {
+		return err
+	}
+	out := newListPrinter(c.main.Stdout, *page.json, "ID\tSTATE\tREMAINING\tEXPIRES\tFILE")
+	opts := client.ListOptions{Cursor: *page.cursor, Limit: *page.limit, Account: *account, ObjectKey: *objectKey, State: *state}
+	now := time.Now()
+	for {
+		p, err := cl.ListLinks(ctx, opts)
+		if err != nil {
+			return err
+		}
+		for _, l := range p.Links {
+			file := l.Filename
+			if file == "" {
+				file = l.Object.Key
+			}
+			out.row(l.Raw, l.ID, linkState(l, now), fmt.Sprintf("%d/%d", l.Remaining, l.Downloads),
+				l.ExpiresAt.UTC().Format(time.RFC3339), file)
+		}
+		if opts.Cursor = p.NextCursor; opts.Cursor == "" {
+			break
+		}
+		if !*page.all {
+			fmt.Fprintf(c.main.Stderr, "more links: run again with --cursor %s, or with --all\n", opts.Cursor)
+			break
+		}
+	}
+	return out.done(c.main.Stderr, "no links")
+}
+
+// linkState is the state the server filters by (SPEC §6), read from the
+// link at now: revocation first, then expiry, then what remains.
+func linkState(l client.Link, now time.Time) string {
+	switch {
+	case l.RevokedAt != nil:
+		return "revoked"
+	case !l.ExpiresAt.After(now):
+		return "expired"
+	case l.Remaining <= 0:
+		return "exhausted"
+	}
+	return "active"
+}
+
+func (c *linksCommand) grants(ctx context.Context, args []string) error {
+	fs := newFlagSet("links grants")
+	var admin adminFlags
+	admin.register(fs)
+	page := registerPageFlags(fs, "grants")
+	pos, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(c.main.Stdout, "Usage: gateway links grants ID [--limit N] [--all] [--json]\n\n"+
+			"Lists the link's grants (its audit trail), newest first: a table on a terminal,\n"+
+			"otherwise one JSON object per line.\n\nFlags:\n")
+		printFlags(c.main.Stdout, fs)
+		return nil
+	}
+	id, err := linkID("links grants", pos, err, 1)
+	if err != nil {
+		return err
+	}
+	if err := page.check("links grants"); err != nil {
+		return err
+	}
+	cl, err := admin.client(c.main.Env)
+	if err != nil {
+		return err
+	}
+	out := newListPrinter(c.main.Stdout, *page.json, "ID\tSTATUS\tKIND\tACCOUNT\tCLIENT\tCREATED")
+	cursor := *page.cursor
+	for {
+		p, err := cl.Grants(ctx, id, cursor, *page.limit)
+		if err != nil {
+			return err
+		}
+		for _, g := range p.Grants {
+			account := g.AccountID
+			if account == "" {
+				account = "-"
+			}
+			out.row(g.Raw, g.ID, g.Status, g.Kind, account, g.Client, g.CreatedAt.UTC().Format(time.RFC3339))
+		}
+		if cursor = p.NextCursor; cursor == "" {
+			break
+		}
+		if !*page.all {
+			fmt.Fprintf(c.main.Stderr, "more grants: run again with --cursor %s, or with --all\n", cursor)
+			break
+		}
+	}
+	return out.done(c.main.Stderr, "no grants")
+}
+
+// listPrinter prints rows as a table on a terminal, or each row's JSON as
+// received, one per line, anywhere else and with --json.
+type listPrinter struct {
+	w     io.Writer
+	json  bool
+	table *tabwriter.Writer
+	rows  int
+	err   error
+}
+
+func newListPrinter(w io.Writer, asJSON bool, header string) *listPrinter {
+	p := &listPrinter{w: w, json: asJSON || !isTerminal(w)}
+	if !p.json {
+		p.table = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(p.table, header)
+	}
+	return p
+}
+
+func (p *listPrinter) row(raw json.RawMessage, cells ...string) {
+	p.rows++
+	if p.err != nil {
+		return
+	}
+	if p.json {
+		var buf bytes.Buffer
+		if p.err = json.Compact(&buf, raw); p.err == nil {
+			buf.WriteByte('\n')
+			_, p.err = buf.WriteTo(p.w)
+		}
+		return
+	}
+	for i, c := range cells {
+		cells[i] = printable(c)
+	}
+	_, p.err = fmt.Fprintln(p.table, strings.Join(cells, "\t"))
+}
+
+// done flushes the table, or says on stderr that there was nothing to
+// list, so that an empty table is not mistaken for a hung command.
+func (p *listPrinter) done(stderr io.Writer, none string) error {
+	if p.err != nil {
+		return p.err
+	}
+	if p.rows == 0 {
+		if !p.json {
+			fmt.Fprintln(stderr, none)
+		}
+		return nil
+	}
+	if p.table != nil {
+		return p.table.Flush()
+	}
+	return nil
+}
+
+// printable keeps a table cell on one line and free of terminal control
+// sequences: file names and client strings come from other people.
+func printable(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || (r >= 0x7f && r < 0xa0) {
+			return '?'
+		}
+		return r
+	}, s)
+}
