@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/google/uuid"
 
@@ -162,10 +163,30 @@ func (c *linksCommand) create(ctx context.Context, args []string) error {
 		return usagef(`links create: --delivery must be "stream" or "session", got %q`, *delivery)
 	}
 
+	// Refuse here what the server would refuse after the upload, so that
+	// a bad flag never leaves an orphan object behind.
+	if lifetime > 10*366*24*time.Hour {
+		return usagef("links create: --expires-in must be at most 10 years")
+	}
+	if len(*account) > 255 || strings.ContainsFunc(*account, unicode.IsControl) {
+		return usagef("links create: --account must be at most 255 characters without control characters")
+	}
+	if len(*filename) > 1024 {
+		return usagef("links create: --filename must be at most 1024 bytes")
+	}
+
 	arg := pos[0]
 	local, err := localFile(arg)
 	if err != nil {
 		return err
+	}
+	if !local && looksLikePath(arg) {
+		// ./x, ../x and /x can never be object keys: the person meant a
+		// file, and it is not there.
+		if fi, err := os.Stat(arg); err == nil && fi.IsDir() {
+			return fmt.Errorf("links create: %s: is a directory, not a file", arg)
+		}
+		return fmt.Errorf("links create: %s: no such file", arg)
 	}
 	if local && *bucket != "" {
 		return usagef("links create: --bucket applies to existing object keys; uploads go to the gateway's default bucket")
@@ -216,6 +237,13 @@ func (c *linksCommand) create(ctx context.Context, args []string) error {
 	return nil
 }
 
+// looksLikePath reports whether arg is written as a path of this machine
+// rather than an object key (keys never start with "/", "." or "~").
+func looksLikePath(arg string) bool {
+	return strings.HasPrefix(arg, "/") || strings.HasPrefix(arg, "./") || strings.HasPrefix(arg, "../") ||
+		strings.HasPrefix(arg, "~") || arg == "." || arg == ".."
+}
+
 // localFile reports whether arg names an existing local regular file. A
 // name that does not exist is an object key; one that exists but cannot be
 // inspected is an error, not silently a key.
@@ -247,7 +275,9 @@ func (c *linksCommand) upload(ctx context.Context, cl *client.Client, path strin
 	if ctype == "" {
 		ctype = "application/octet-stream"
 	}
-	obj, err := cl.PutObject(ctx, key, f, fi.Size(), ctype)
+	body, done := c.main.withProgress(f, fi.Size(), "uploading "+key)
+	obj, err := cl.PutObject(ctx, key, body, fi.Size(), ctype)
+	done()
 	if err != nil {
 		return client.Object{}, fmt.Errorf("uploading %s: %w", path, err)
 	}

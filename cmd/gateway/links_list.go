@@ -8,23 +8,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/mattn/go-isatty"
-
 	"github.com/dlgate/dlgate/client"
 )
 
-// isTerminal reports whether w is a terminal, where listings are tables;
-// anywhere else they are JSON lines for scripts. Tests replace it.
-var isTerminal = func(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
-}
+// listsTables reports whether stdout is a person's terminal, where
+// listings are tables; anywhere else they are JSON lines for scripts.
+func (m *Main) listsTables() bool { return m.terminal(m.Stdout) }
 
 // pageFlags are the paging flags of list and grants.
 type pageFlags struct {
@@ -84,7 +78,7 @@ func (c *linksCommand) list(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	out := newListPrinter(c.main.Stdout, *page.json, "ID\tSTATE\tREMAINING\tEXPIRES\tFILE")
+	out := newListPrinter(c.main.Stdout, *page.json || !c.main.listsTables(), "ID\tSTATE\tREMAINING\tEXPIRES\tFILE")
 	opts := client.ListOptions{Cursor: *page.cursor, Limit: *page.limit, Account: *account, ObjectKey: *objectKey, State: *state}
 	now := time.Now()
 	for {
@@ -149,7 +143,7 @@ func (c *linksCommand) grants(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	out := newListPrinter(c.main.Stdout, *page.json, "ID\tSTATUS\tKIND\tACCOUNT\tCLIENT\tCREATED")
+	out := newListPrinter(c.main.Stdout, *page.json || !c.main.listsTables(), "ID\tSTATUS\tKIND\tACCOUNT\tCLIENT\tCREATED")
 	cursor := *page.cursor
 	for {
 		p, err := cl.Grants(ctx, id, cursor, *page.limit)
@@ -174,8 +168,8 @@ func (c *linksCommand) grants(ctx context.Context, args []string) error {
 	return out.done(c.main.Stderr, "no grants")
 }
 
-// listPrinter prints rows as a table on a terminal, or each row's JSON as
-// received, one per line, anywhere else and with --json.
+// listPrinter prints rows as a table, or each row's JSON as received, one
+// per line.
 type listPrinter struct {
 	w     io.Writer
 	json  bool
@@ -185,7 +179,7 @@ type listPrinter struct {
 }
 
 func newListPrinter(w io.Writer, asJSON bool, header string) *listPrinter {
-	p := &listPrinter{w: w, json: asJSON || !isTerminal(w)}
+	p := &listPrinter{w: w, json: asJSON}
 	if !p.json {
 		p.table = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(p.table, header)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -8,12 +10,19 @@ import (
 	"testing"
 )
 
-// MustTerminal makes the CLI take stdout for a terminal until the test ends.
-func MustTerminal(tb testing.TB) {
+// MustRunOn is MustRun with stdout taken for a terminal or not.
+func MustRunOn(tb testing.TB, terminal bool, env map[string]string, args ...string) result {
 	tb.Helper()
-	prev := isTerminal
-	isTerminal = func(io.Writer) bool { return true }
-	tb.Cleanup(func() { isTerminal = prev })
+	var stdout, stderr, errLine bytes.Buffer
+	m := &Main{Stdout: &stdout, Stderr: &stderr, Env: func(k string) string { return env[k] },
+		IsTerminal: func(w io.Writer) bool { return terminal && w == &stdout }}
+	err := m.Run(context.Background(), args)
+	code := report(&errLine, err)
+	line := errLine.String()
+	if err != nil && (!strings.HasPrefix(line, "gateway: ") || strings.Count(line, "\n") != 1) {
+		tb.Fatalf("gateway %q reported %q, want one line \"gateway: ...\"", args, line)
+	}
+	return result{stdout: stdout.String(), stderr: stderr.String(), err: err, code: code, line: strings.TrimSuffix(line, "\n")}
 }
 
 const (
@@ -79,12 +88,9 @@ func TestLinksList(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.terminal {
-				MustTerminal(t)
-			}
 			f := MustFakeAdmin(t)
 			f.Respond = pagedLinks
-			r := MustRun(t, adminEnv(f), append([]string{"links", "list"}, tt.args...)...)
+			r := MustRunOn(t, tt.terminal, adminEnv(f), append([]string{"links", "list"}, tt.args...)...)
 			if r.err != nil {
 				t.Fatalf("links list %q = %v", tt.args, r.err)
 			}
@@ -102,10 +108,9 @@ func TestLinksList(t *testing.T) {
 }
 
 func TestLinksListAlignsColumnsAcrossPages(t *testing.T) {
-	MustTerminal(t)
 	f := MustFakeAdmin(t)
 	f.Respond = pagedLinks
-	r := MustRun(t, adminEnv(f), "links", "list", "--all")
+	r := MustRunOn(t, true, adminEnv(f), "links", "list", "--all")
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 	if len(lines) != 5 {
 		t.Fatalf("table has %d lines, want a header and 4 links:\n%s", len(lines), r.stdout)
@@ -120,12 +125,9 @@ func TestLinksListAlignsColumnsAcrossPages(t *testing.T) {
 
 func TestLinksListEmpty(t *testing.T) {
 	for _, terminal := range []bool{false, true} {
-		if terminal {
-			MustTerminal(t)
-		}
 		f := MustFakeAdmin(t)
 		f.respondWith(http.StatusOK, "application/json", `{"links":[]}`)
-		r := MustRun(t, adminEnv(f), "links", "list", "--state", "active")
+		r := MustRunOn(t, terminal, adminEnv(f), "links", "list", "--state", "active")
 		if r.err != nil || r.stdout != "" {
 			t.Errorf("terminal=%v: empty listing printed %q, %v; want nothing on stdout", terminal, r.stdout, r.err)
 		}
@@ -162,12 +164,9 @@ func TestLinksGrants(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.terminal {
-				MustTerminal(t)
-			}
 			f := MustFakeAdmin(t)
 			f.respondWith(http.StatusOK, "application/json", grantsAnswer)
-			r := MustRun(t, adminEnv(f), append([]string{"links", "grants"}, tt.args...)...)
+			r := MustRunOn(t, tt.terminal, adminEnv(f), append([]string{"links", "grants"}, tt.args...)...)
 			if r.err != nil {
 				t.Fatalf("links grants %q = %v", tt.args, r.err)
 			}

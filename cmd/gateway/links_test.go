@@ -130,7 +130,6 @@ func TestLinksCreate(t *testing.T) {
 	dir := t.TempDir()
 	hello := MustFile(t, dir, "hello.txt", "hello, world\n", 0o644)
 	noExt := MustFile(t, dir, "README", "x", 0o644)
-	missing := filepath.Join(dir, "missing.pdf")
 	bearer := "Bearer " + testToken
 	createdAs := func(body string) seen {
 		return seen{Method: "POST", URI: "/v1/links", Auth: bearer, ContentType: "application/json", ContentLength: int64(len(body)), Body: body}
@@ -162,14 +161,9 @@ func TestLinksCreate(t *testing.T) {
 				ContentLength: 71, Body: `{"object":{"key":"k"},"downloads":1,"expires_in":2,"delivery":"stream"}`}},
 		},
 		{
-			name: "MissingLocalFileIsAKey",
-			args: []string{missing, "--downloads", "1", "--expires-in", "1h"},
-			want: []seen{createdAs(`{"object":{"key":` + jsonString(missing) + `},"downloads":1,"expires_in":3600,"delivery":"stream"}`)},
-		},
-		{
-			name: "DirectoryIsAKey",
-			args: []string{dir, "--downloads", "1", "--expires-in", "1h"},
-			want: []seen{createdAs(`{"object":{"key":` + jsonString(dir) + `},"downloads":1,"expires_in":3600,"delivery":"stream"}`)},
+			name: "AMissingRelativeNameIsAKey",
+			args: []string{"reports/q3.pdf", "--downloads", "1", "--expires-in", "1h"},
+			want: []seen{createdAs(`{"object":{"key":"reports/q3.pdf"},"downloads":1,"expires_in":3600,"delivery":"stream"}`)},
 		},
 		{
 			name: "LocalFileUploadedAndPinned",
@@ -334,6 +328,12 @@ func TestLinksCreateErrors(t *testing.T) {
 		{"BadDelivery", append([]string{"k", "--delivery", "fast"}, valid...), nil, nil, 2, `gateway: links create: --delivery must be "stream" or "session", got "fast"`, 0},
 		{"UnknownFlag", append([]string{"k", "--downloads-max", "3"}, valid...), nil, nil, 2, "gateway: links create: unknown flag --downloads-max", 0},
 		{"BucketWithUpload", append([]string{hello, "--bucket", "b"}, valid...), nil, nil, 2, "gateway: links create: --bucket applies to existing object keys", 0},
+		{"MissingLocalFile", append([]string{"./no-such-file.iso"}, valid...), nil, nil, 1, "gateway: links create: ./no-such-file.iso: no such file", 0},
+		{"MissingAbsoluteFile", append([]string{dir + "/gone.bin"}, valid...), nil, nil, 1, "gateway: links create: " + dir + "/gone.bin: no such file", 0},
+		{"ADirectory", append([]string{dir}, valid...), nil, nil, 1, "gateway: links create: " + dir + ": is a directory, not a file", 0},
+		{"AccountTheServerWouldRefuse", append([]string{hello, "--account", strings.Repeat("a", 256)}, valid...), nil, nil, 2, "gateway: links create: --account must be at most 255 characters", 0},
+		{"FilenameTheServerWouldRefuse", append([]string{hello, "--filename", strings.Repeat("f", 1025)}, valid...), nil, nil, 2, "gateway: links create: --filename must be at most 1024 bytes", 0},
+		{"LifetimeTheServerWouldRefuse", []string{hello, "--downloads", "1", "--expires-in", "4000d"}, nil, nil, 2, "gateway: links create: --expires-in must be at most 10 years", 0},
 		{"MissingKey", append([]string{"no/such/key"}, valid...), nil,
 			problem(422, `{"type":"https://dlgate.dev/problems/object-not-found","title":"Object not found","detail":"no object \"no/such/key\""}`),
 			1, `gateway: admin API: 422 Object not found: no object "no/such/key"`, 1},

@@ -72,6 +72,9 @@ type Main struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Env    func(string) string // os.Getenv in production
+	// IsTerminal says whether a writer is a person's terminal (default:
+	// an *os.File that isatty says is one); tests set it.
+	IsTerminal func(io.Writer) bool
 }
 
 // Run runs the subcommand named by args[0]. It prints nothing on error; the
