@@ -26,15 +26,21 @@ func putBuf(b []byte) {
 
 // peek reads the first bytes of body (at most bufSize, at most n) so that
 // a store that fails on its first read is noticed before any header or
-// byte is sent, while a refund is still honest. A file needs no peek: an
-// opened file has no first-read surprise worth the copy.
-func peek(body io.Reader, n int64) ([]byte, error) {
+// byte is sent, while a refund is still honest. With full it waits for
+// all of them; otherwise the first read that brings any is enough (the
+// store is alive). A file needs no peek: an opened file has no
+// first-read surprise worth the copy.
+func peek(body io.Reader, n int64, full bool) ([]byte, error) {
 	if _, ok := body.(storage.Filer); ok || n == 0 {
 		return nil, nil
 	}
 	buf := getBuf()
 	want := min(int64(len(buf)), n)
-	k, err := io.ReadFull(body, buf[:want])
+	need := want
+	if !full {
+		need = 1
+	}
+	k, err := io.ReadAtLeast(body, buf[:want], int(need))
 	if err != nil {
 		putBuf(buf)
 		if err == io.ErrUnexpectedEOF || err == io.EOF {

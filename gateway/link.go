@@ -157,7 +157,9 @@ func (s *Server) answerWithoutClaim(w http.ResponseWriter, r *http.Request, l *l
 
 // stream claims one allowance and sends the whole object (delivery
 // `stream`). A storage failure before the first body byte refunds the
-// claim (SPEC §1 policy).
+// claim (SPEC §1 policy), a store that sends nothing for the open timeout
+// included (504); one that stalls later for the idle timeout cuts the
+// response short of its Content-Length.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, l *ledger.Link, c auth.Caller) {
 	attrs := []any{"link_id", l.ID}
 	if r.Context().Err() != nil {
@@ -177,14 +179,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, l *ledger.Link, 
 	s.metrics.claims.WithLabelValues(ledger.KindStream, "granted").Inc()
 	attrs = append(attrs, "grant_id", g.ID)
 	v := versionOf(l.Object)
-	body, err := s.Store.Open(r.Context(), v, 0, v.Size)
-	var first []byte
-	if err == nil {
-		first, err = peek(body, v.Size)
-		if err != nil {
-			body.Close()
-		}
-	}
+	// The store has GATEWAY_STORE_OPEN_TIMEOUT to send its first bytes,
+	// and GATEWAY_STORE_IDLE_TIMEOUT for each next ones (stall.go).
+	watch := s.watchStore(r.Context())
+	defer watch.stop()
+	body, first, err := watch.openFirst(s.Store, v, 0, v.Size, true)
 	if err != nil {
 		s.refund(r, g, err, attrs)
 		s.fail(w, r, err, probLinkUnavailable, attrs...)

@@ -58,8 +58,14 @@ var (
 	probLinkRevoked        = problem{http.StatusConflict, "link-revoked", "The link is revoked and cannot be changed", ""}
 	probStorageUnavailable = problem{http.StatusBadGateway, "storage-unavailable", "The object store failed",
 		"The file could not be read right now. Nothing was used up; try again in a moment."}
-	probStorageTimeout = problem{http.StatusServiceUnavailable, "storage-timeout", "The object store did not answer in time",
+	// 504: the store is the gateway's upstream and it did not answer
+	// within GATEWAY_STORE_OPEN_TIMEOUT (RFC 9110 §15.6.5).
+	probStorageTimeout = problem{http.StatusGatewayTimeout, "storage-timeout", "The object store did not answer in time",
 		"The file could not be read right now. Nothing was used up; try again in a moment."}
+	// The store judged the request invalid (an S3 400): the caller's
+	// input, so a 4xx, never a 502 that invites a retry.
+	probStorageRejected = problem{http.StatusBadRequest, "storage-rejected", "The object store refused the request",
+		"The file could not be read: the store refused the request."}
 	probDatabaseUnavailable = problem{http.StatusServiceUnavailable, "database-unavailable", "The database is unavailable",
 		"The service is having trouble. Try again in a moment."}
 	probInternal = problem{http.StatusInternalServerError, "internal-error", "Internal server error",
@@ -80,6 +86,7 @@ var errorTable = []struct {
 	{ledger.ErrAmbiguous, probDatabaseUnavailable},
 	{ledger.ErrUnavailable, probDatabaseUnavailable},
 	{storage.ErrInvalidKey, probInvalidKey},
+	{storage.ErrInvalid, probStorageRejected},
 	{storage.ErrTimeout, probStorageTimeout},
 	{storage.ErrNotFound, probStorageUnavailable}, // a pinned version vanished: the store broke its promise
 	{storage.ErrChanged, probStorageUnavailable},

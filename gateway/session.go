@@ -140,10 +140,19 @@ func (s *Server) serveRanges(w http.ResponseWriter, r *http.Request, x *ledger.S
 		}
 	}
 	v := versionOf(x.Object)
-	body, err := s.Store.Open(ctx, v, ranges[0].Start, ranges[0].Length)
+	// As on the link URL: the first bytes within the open timeout, or a
+	// 504 before the status line; each next ones within the idle timeout.
+	watch := s.watchStore(ctx)
+	defer watch.stop()
+	opened, first, err := watch.openFirst(s.Store, v, ranges[0].Start, ranges[0].Length, false)
 	if err != nil {
 		s.fail(w, r, err, probSessionUnavailable, attrs...)
 		return
+	}
+	defer putBuf(first)
+	var body io.ReadCloser = opened
+	if len(first) > 0 {
+		body = &prefixed{first: first, ReadCloser: opened}
 	}
 	w.WriteHeader(status)
 	s.metrics.streaming.Inc()
@@ -152,7 +161,7 @@ func (s *Server) serveRanges(w http.ResponseWriter, r *http.Request, x *ledger.S
 	defer clearWriteDeadline(rc)
 	for i, rg := range ranges {
 		if i > 0 {
-			if body, err = s.Store.Open(ctx, v, rg.Start, rg.Length); err != nil {
+			if body, err = watch.openNext(s.Store, v, rg.Start, rg.Length); err != nil {
 				break
 			}
 		}

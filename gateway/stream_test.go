@@ -164,7 +164,7 @@ var storageFailures = []struct {
 		},
 	},
 	{
-		name: "OpenTimeoutIs503", status: http.StatusServiceUnavailable, suffix: "storage-timeout",
+		name: "OpenTimeoutIs504", status: http.StatusGatewayTimeout, suffix: "storage-timeout",
 		open: func(storage.Store) func(context.Context, storage.Version, int64, int64) (io.ReadCloser, error) {
 			return func(context.Context, storage.Version, int64, int64) (io.ReadCloser, error) {
 				return nil, fmt.Errorf("no answer: %w: %w", storage.ErrTimeout, context.DeadlineExceeded)
@@ -190,7 +190,7 @@ var storageFailures = []struct {
 		},
 	},
 	{
-		name: "FirstReadTimesOutIs503", status: http.StatusServiceUnavailable, suffix: "storage-timeout",
+		name: "FirstReadTimesOutIs504", status: http.StatusGatewayTimeout, suffix: "storage-timeout",
 		open: func(storage.Store) func(context.Context, storage.Version, int64, int64) (io.ReadCloser, error) {
 			return func(context.Context, storage.Version, int64, int64) (io.ReadCloser, error) {
 				return &readerFunc{ReadFunc: func([]byte) (int, error) {

@@ -27,6 +27,11 @@ var (
 	ErrTimeout = errors.New("storage: timeout")
 	// ErrUnavailable: the store failed (5xx, connection refused, I/O error).
 	ErrUnavailable = errors.New("storage: unavailable")
+	// ErrInvalid: the store refused the request itself as invalid (an S3
+	// 400 such as InvalidArgument or EntityTooLarge): the caller's input,
+	// not the store's health, so retrying the same request cannot help.
+	// A refused key is ErrInvalidKey instead.
+	ErrInvalid = errors.New("storage: request refused as invalid")
 )
 
 // Ref names an object. An empty VersionID means "the current version"
@@ -53,7 +58,7 @@ type Version struct {
 type Store interface {
 	// Stat returns the metadata of ref's version (the current one when
 	// ref.VersionID is empty). Errors: ErrNotFound, ErrInvalidKey,
-	// ErrTimeout, ErrUnavailable.
+	// ErrInvalid, ErrTimeout, ErrUnavailable.
 	Stat(ctx context.Context, ref Ref) (Version, error)
 
 	// Open reads length bytes of the pinned version v starting at offset

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 
 	"github.com/aws/smithy-go"
@@ -19,6 +18,11 @@ import (
 //     storage.ErrNotFound
 //   - PreconditionFailed (412, If-Match lost) and InvalidRange (416, the
 //     object is shorter than pinned): storage.ErrChanged
+//   - KeyTooLong (versitygw: KeyTooLongError), InvalidObjectName,
+//     InvalidBucketName, versitygw's ExistingObjectIsDirectory and
+//     ObjectParentIsFile, and 414 URI Too Long: storage.ErrInvalidKey
+//   - any other 400 (InvalidArgument, EntityTooLarge, …) and 413:
+//     storage.ErrInvalid, the request's fault rather than the store's
 //   - a passed deadline or a network timeout: storage.ErrTimeout
 //   - anything else the server or the network says (5xx, 403, connection
 //     refused, reset): storage.ErrUnavailable
@@ -36,12 +40,12 @@ func translate(op string, err error) error {
 }
 
 // translateVersioned is translate for a read of version vid. When a
-// VersionId was sent, a 400 can only be about it (key, bucket and range are
-// checked before sending), and a version id the server calls invalid names
-// no version: storage.ErrNotFound, as for one that is well formed but
-// absent. Version ids reach here from the admin API, so this is user input.
+// VersionId was sent, a 400 that names neither key nor bucket can only be
+// about it (key, bucket and range are checked before sending), and a
+// version id the server calls invalid names no version:
+// storage.ErrNotFound, as for one that is well formed but absent. Version ids reach here from the admin API, so this is user input.
 func translateVersioned(op string, err error, vid string) error {
-	if err != nil && versionParam(vid) != nil && isBadRequest(err) {
+	if err != nil && versionParam(vid) != nil && isBadRequest(err) && classify(err) == storage.ErrInvalid {
 		return fmt.Errorf("s3 %s: %w: version id refused: %w", op, storage.ErrNotFound, err)
 	}
 	return translate(op, err)
@@ -66,6 +70,11 @@ func classify(err error) error {
 			return storage.ErrNotFound
 		case "PreconditionFailed", "InvalidRange":
 			return storage.ErrChanged
+		case "KeyTooLong", "KeyTooLongError", "InvalidObjectName", "InvalidBucketName",
+			// A store on a POSIX file system (versitygw) cannot hold a
+			// key that is both an object and a "directory" of others.
+			"ExistingObjectIsDirectory", "ObjectParentIsFile":
+			return storage.ErrInvalidKey
 		}
 	}
 	var statusErr interface{ HTTPStatusCode() int }
@@ -75,11 +84,19 @@ func classify(err error) error {
 			return storage.ErrNotFound
 		case http.StatusPreconditionFailed, http.StatusRequestedRangeNotSatisfiable:
 			return storage.ErrChanged
+		case http.StatusRequestURITooLong:
+			return storage.ErrInvalidKey
+		case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
+			// The store judged the request, and found it wanting: a
+			// client error the caller must hear as such, not a 502.
+			return storage.ErrInvalid
 		}
 		return storage.ErrUnavailable
 	}
-	var netErr net.Error
-	if errors.As(err, &netErr) && netErr.Timeout() {
+	// net.Error, and the SDK's ResponseTimeoutError for a silent
+	// connection (which has Timeout but not Temporary).
+	var timeoutErr interface{ Timeout() bool }
+	if errors.As(err, &timeoutErr) && timeoutErr.Timeout() {
 		return storage.ErrTimeout
 	}
 	return storage.ErrUnavailable

@@ -46,6 +46,15 @@ var translations = []struct {
 	{"500 InternalError", apiError("GetObject", 500, "InternalError"), storage.ErrUnavailable},
 	{"503 SlowDown", apiError("GetObject", 503, "SlowDown"), storage.ErrUnavailable},
 	{"403 AccessDenied", apiError("GetObject", 403, "AccessDenied"), storage.ErrUnavailable},
+	{"KeyTooLong", apiError("PutObject", 400, "KeyTooLong"), storage.ErrInvalidKey},
+	{"versitygw KeyTooLongError", apiError("PutObject", 400, "KeyTooLongError"), storage.ErrInvalidKey},
+	{"InvalidObjectName", apiError("PutObject", 400, "InvalidObjectName"), storage.ErrInvalidKey},
+	{"versitygw ExistingObjectIsDirectory", apiError("PutObject", 409, "ExistingObjectIsDirectory"), storage.ErrInvalidKey},
+	{"414 URI too long", apiError("HeadObject", 414, ""), storage.ErrInvalidKey},
+	{"400 InvalidArgument", apiError("PutObject", 400, "InvalidArgument"), storage.ErrInvalid},
+	{"400 EntityTooLarge", apiError("PutObject", 400, "EntityTooLarge"), storage.ErrInvalid},
+	{"HEAD bare 400", apiError("HeadObject", 400, "BadRequest"), storage.ErrInvalid},
+	{"413", apiError("UploadPart", 413, ""), storage.ErrInvalid},
 	{"connection refused", transportError("GetObject", &url.Error{Op: "Get", URL: "http://x", Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}), storage.ErrUnavailable},
 	{"connection reset", transportError("GetObject", &url.Error{Op: "Get", URL: "http://x", Err: syscall.ECONNRESET}), storage.ErrUnavailable},
 	{"network timeout", transportError("GetObject", &url.Error{Op: "Get", URL: "http://x", Err: timeoutError{}}), storage.ErrTimeout},
@@ -55,7 +64,7 @@ var translations = []struct {
 	{"unknown", errors.New("something odd"), storage.ErrUnavailable},
 }
 
-var storageErrors = []error{storage.ErrNotFound, storage.ErrChanged, storage.ErrInvalidKey, storage.ErrTimeout, storage.ErrUnavailable}
+var storageErrors = []error{storage.ErrNotFound, storage.ErrChanged, storage.ErrInvalidKey, storage.ErrInvalid, storage.ErrTimeout, storage.ErrUnavailable}
 
 // checkTranslation fails t unless err wraps want (and no other storage
 // error) and still wraps cause, for the logs.
@@ -85,7 +94,12 @@ func TestOpenTranslatesSDKErrors(t *testing.T) {
 		api := &fakeAPI{getObject: func(*awss3.GetObjectInput) (*awss3.GetObjectOutput, error) { return nil, tt.err }}
 		st := s3.NewFromClient(api, "bucket")
 		_, err := st.Open(t.Context(), pinned, 0, 1)
-		checkTranslation(t, "Open with "+tt.name, err, tt.err, tt.want)
+		want := tt.want
+		var status interface{ HTTPStatusCode() int }
+		if want == storage.ErrInvalid && errors.As(tt.err, &status) && status.HTTPStatusCode() == 400 {
+			want = storage.ErrNotFound // pinned names a version: see TestARefusedVersionIDIsNotFound
+		}
+		checkTranslation(t, "Open with "+tt.name, err, tt.err, want)
 	}
 }
 
@@ -103,8 +117,8 @@ func TestPingTranslatesSDKErrors(t *testing.T) {
 		api := &fakeAPI{headBucket: func(*awss3.HeadBucketInput) (*awss3.HeadBucketOutput, error) { return nil, tt.err }}
 		st := s3.NewFromClient(api, "bucket")
 		want := tt.want
-		if want == storage.ErrNotFound {
-			want = storage.ErrUnavailable // a missing bucket is a broken configuration
+		if want == storage.ErrNotFound || want == storage.ErrInvalid || want == storage.ErrInvalidKey {
+			want = storage.ErrUnavailable // a missing or refused bucket is a broken configuration
 		}
 		err := st.Ping(t.Context())
 		if !errors.Is(err, tt.err) || want != nil && !errors.Is(err, want) {
@@ -127,9 +141,10 @@ func TestARefusedVersionIDIsNotFound(t *testing.T) {
 		_, err = st.Open(t.Context(), pinned, 0, 1)
 		checkTranslation(t, "Open(version garbage)", err, bad, storage.ErrNotFound)
 
-		// Without a version id, the 400 is about something else.
+		// Without a version id, the 400 is about something else in the
+		// request: still the caller's fault, never a 502.
 		_, err = st.Stat(t.Context(), storage.Ref{Key: "k"})
-		checkTranslation(t, "Stat(no version)", err, bad, storage.ErrUnavailable)
+		checkTranslation(t, "Stat(no version)", err, bad, storage.ErrInvalid)
 	}
 }
 

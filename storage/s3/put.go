@@ -30,9 +30,9 @@ const abortTimeout = 30 * time.Second
 // sent, so no version is made. A failed multipart upload is aborted.
 //
 // The returned Version has no LastModified (S3 does not return it on
-// upload; Stat does). Errors: storage.ErrInvalidKey, storage.ErrTimeout,
-// storage.ErrUnavailable; an error wrapping io.ErrUnexpectedEOF for a
-// short body; the body's own read error, wrapped.
+// upload; Stat does). Errors: storage.ErrInvalidKey, storage.ErrInvalid,
+// storage.ErrTimeout, storage.ErrUnavailable; an error wrapping
+// io.ErrUnexpectedEOF for a short body; the body's own read error, wrapped.
 func (s *Store) Put(ctx context.Context, bucket, key string, body io.Reader, size int64, contentType string) (storage.Version, error) {
 	bucket, err := s.resolve(bucket, key)
 	if err != nil {

@@ -13,7 +13,8 @@ import (
 // Stat returns the metadata of ref's version (HeadObject), or of the
 // current version when ref.VersionID is empty. VersionID is "null" for an
 // object in a bucket without versioning. Errors: storage.ErrInvalidKey,
-// storage.ErrNotFound, storage.ErrTimeout, storage.ErrUnavailable.
+// storage.ErrNotFound, storage.ErrInvalid, storage.ErrTimeout,
+// storage.ErrUnavailable.
 func (s *Store) Stat(ctx context.Context, ref storage.Ref) (storage.Version, error) {
 	bucket, err := s.resolve(ref.Bucket, ref.Key)
 	if err != nil {

@@ -11,9 +11,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -39,6 +42,14 @@ const (
 	// DefaultContentType is recorded when Put is given no content type,
 	// rather than leaving the choice to the server.
 	DefaultContentType = "application/octet-stream"
+	// DefaultStallTimeout is how long a connection to the server may stay
+	// silent: waiting for response headers, or between two reads of a
+	// response. A stopped server with open connections (SIGSTOP, a hung
+	// host) answers nothing and closes nothing, and without a bound every
+	// call would wait forever. Callers bound their own waits more tightly
+	// through ctx (the gateway's open and idle timeouts); this is the
+	// floor under every call, Stat and Put included.
+	DefaultStallTimeout = time.Minute
 )
 
 // API lists the S3 calls the Store makes; *s3.Client implements it, and
@@ -70,6 +81,9 @@ type Options struct {
 	// PartSize is the multipart part size in bytes, at least MinPartSize;
 	// 0 means DefaultPartSize. Each Put in flight holds one part in memory.
 	PartSize int64
+	// StallTimeout bounds how long a connection may stay silent (response
+	// headers, then each read of a body); 0 means DefaultStallTimeout.
+	StallTimeout time.Duration
 }
 
 // Store reads and writes object versions in S3 buckets. It is safe for
@@ -111,7 +125,11 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if region == "" {
 		region = DefaultRegion
 	}
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(region))
+	stall := opts.StallTimeout
+	if stall <= 0 {
+		stall = DefaultStallTimeout
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(region), config.WithHTTPClient(httpClient(stall)))
 	if err != nil {
 		return nil, fmt.Errorf("s3: load AWS configuration: %w", err)
 	}
@@ -122,6 +140,16 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		o.UsePathStyle = opts.PathStyle
 	})
 	return NewFromClient(client, opts.Bucket, WithPartSize(opts.PartSize)), nil
+}
+
+// httpClient is the SDK's HTTP client with every wait on the server
+// bounded by stall: ResponseHeaderTimeout for the answer to a request, and
+// a read deadline renewed before each read of the connection for a body
+// that stops arriving (a slow but moving body is never cut).
+func httpClient(stall time.Duration) *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().
+		WithTransportOptions(func(tr *http.Transport) { tr.ResponseHeaderTimeout = stall }).
+		WithReadTimeout(stall)
 }
 
 // NewFromClient returns a Store that makes its calls through api, with
@@ -143,7 +171,9 @@ func NewFromClient(api API, defaultBucket string, opts ...Option) *Store {
 func (s *Store) Ping(ctx context.Context) error {
 	_, err := s.api.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.bucket)})
 	err = translate("HeadBucket", err)
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrInvalid) || errors.Is(err, storage.ErrInvalidKey) {
+		// The bucket is the operator's, not a caller's: a missing or
+		// refused one is a broken configuration.
 		return fmt.Errorf("s3: bucket %s: %w: %w", s.bucket, storage.ErrUnavailable, err)
 	}
 	return err

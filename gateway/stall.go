@@ -1,0 +1,169 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/dlgate/dlgate/storage"
+)
+
+// Defaults of Options.StoreOpenTimeout and Options.StoreIdleTimeout
+// (GATEWAY_STORE_OPEN_TIMEOUT, GATEWAY_STORE_IDLE_TIMEOUT).
+const (
+	defaultStoreOpenTimeout = 10 * time.Second
+	defaultStoreIdleTimeout = 30 * time.Second
+)
+
+// The two ways a store can stall a response. Both are storage.ErrTimeout:
+// before the status line that is a 504 (and a refund on the link URL);
+// after it, the response is cut short of its Content-Length.
+var (
+	errOpenTimeout = fmt.Errorf("gateway: no first byte from the store within the open timeout: %w", storage.ErrTimeout)
+	errIdleTimeout = fmt.Errorf("gateway: no byte from the store within the idle timeout: %w", storage.ErrTimeout)
+)
+
+// storeWatch bounds every wait of one response on the store. A stopped
+// S3 server with its connections open answers nothing and closes nothing,
+// and a read blocked on its body can only be interrupted by cancelling the
+// context the body was opened with. So the watch owns that context (ctx,
+// to pass to Store.Open) and timers that cancel it, with the limit that
+// passed as the cause. A store's reader must return once ctx is cancelled
+// (an S3 body does; a local file is not interruptible, but its reads do
+// not stall short of a broken disk).
+type storeWatch struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	open   time.Duration
+	idle   time.Duration
+}
+
+// watchStore returns a watch under parent; stop it when the response ends.
+func (s *Server) watchStore(parent context.Context) *storeWatch {
+	ctx, cancel := context.WithCancelCause(parent)
+	w := &storeWatch{ctx: ctx, cancel: cancel, open: s.StoreOpenTimeout, idle: s.StoreIdleTimeout}
+	if w.open <= 0 {
+		w.open = defaultStoreOpenTimeout
+	}
+	if w.idle <= 0 {
+		w.idle = defaultStoreIdleTimeout
+	}
+	return w
+}
+
+func (w *storeWatch) stop() { w.cancel(nil) }
+
+// openFirst opens length bytes of v from offset and reads the first of
+// them (peek, full or not), all within the open timeout: the time to
+// first byte. The reader it returns is bounded by the idle timeout
+// (idleReader); first goes back to the pool with putBuf. Past the open
+// timeout the error is errOpenTimeout.
+func (w *storeWatch) openFirst(st storage.Store, v storage.Version, offset, length int64, full bool) (io.ReadCloser, []byte, error) {
+	t := time.AfterFunc(w.open, func() { w.cancel(errOpenTimeout) })
+	body, err := st.Open(w.ctx, v, offset, length)
+	var first []byte
+	if err == nil {
+		first, err = peek(body, length, full)
+	}
+	if !t.Stop() && err == nil {
+		// The limit passed as the first bytes arrived; the body's context
+		// is (about to be) cancelled, so it cannot be read on.
+		err = errOpenTimeout
+	}
+	if err != nil {
+		if body != nil {
+			body.Close()
+		}
+		putBuf(first)
+		return nil, nil, w.explain(err)
+	}
+	return w.reader(body), first, nil
+}
+
+// openNext opens a further range of a response that is already under way:
+// its status line is out, so the wait is bounded by the idle timeout.
+func (w *storeWatch) openNext(st storage.Store, v storage.Version, offset, length int64) (io.ReadCloser, error) {
+	t := time.AfterFunc(w.idle, func() { w.cancel(errIdleTimeout) })
+	body, err := st.Open(w.ctx, v, offset, length)
+	if !t.Stop() && err == nil {
+		body.Close()
+		err = errIdleTimeout
+	}
+	if err != nil {
+		return nil, w.explain(err)
+	}
+	return w.reader(body), nil
+}
+
+// explain returns err, or the limit that passed when the watch's timer is
+// why the store call failed (the store itself only saw a cancellation).
+func (w *storeWatch) explain(err error) error {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	switch cause := context.Cause(w.ctx); cause {
+	case errOpenTimeout, errIdleTimeout:
+		if err == cause {
+			return err
+		}
+		return fmt.Errorf("%w (the store call ended with: %v)", cause, err)
+	}
+	return err
+}
+
+// reader bounds each Read of body by the idle timeout. A file keeps its
+// storage.Filer ability, so the kernel can still sendfile it: its reads
+// cannot be interrupted anyway.
+func (w *storeWatch) reader(body io.ReadCloser) io.ReadCloser {
+	if _, ok := body.(storage.Filer); ok {
+		return body
+	}
+	r := &idleReader{body: body, w: w}
+	r.timer = time.AfterFunc(time.Hour, func() { w.cancel(errIdleTimeout) })
+	r.timer.Stop()
+	return r
+}
+
+// idleReader is a store body whose every Read must make progress within
+// the idle timeout; otherwise the watch's context is cancelled, which
+// makes the blocked Read return, and the error is errIdleTimeout. Time
+// spent writing to the client does not count: the timer only runs while
+// a Read waits on the store.
+type idleReader struct {
+	body  io.ReadCloser
+	w     *storeWatch
+	timer *time.Timer
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	r.timer.Reset(r.w.idle)
+	n, err := r.body.Read(p)
+	if !r.timer.Stop() && err == nil {
+		// The bytes that did arrive are good; the next Read would fail on
+		// the cancelled context anyway.
+		err = errIdleTimeout
+	}
+	return n, r.w.explain(err)
+}
+
+func (r *idleReader) Close() error {
+	r.timer.Stop()
+	return r.body.Close()
+}
+
+// prefixed reads first, then body: the bytes a peek took out of body
+// before the status line, put back in front of it.
+type prefixed struct {
+	first []byte
+	io.ReadCloser
+}
+
+func (p *prefixed) Read(b []byte) (int, error) {
+	if len(p.first) > 0 {
+		n := copy(b, p.first)
+		p.first = p.first[n:]
+		return n, nil
+	}
+	return p.ReadCloser.Read(b)
+}
