@@ -33,13 +33,19 @@ func Dialect() sqlcore.Dialect {
 		IsDuplicate:   func(err error) bool { return errNumber(err) == erDupEntry },
 		IsRetryable:   func(err error) bool { n := errNumber(err); return n == erLockDeadlock || n == erLockWaitTimeout },
 		IsUnavailable: isUnavailable,
+		// UTC_TIMESTAMP, not NOW: the columns hold UTC whatever time_zone
+		// an operator's DSN sets. Like NOW it is one value for the whole
+		// statement.
+		NowSQL: "COALESCE(CAST(? AS DATETIME(6)), UTC_TIMESTAMP(6))",
+		Plus:   func(expr string) string { return "DATE_ADD(" + expr + ", INTERVAL ? MICROSECOND)" },
 		// LAST_INSERT_ID(expr) hands the granted amount back in the OK
 		// packet of the same UPDATE: one round trip, no SELECT … FOR
 		// UPDATE. Portable to MySQL 8.4 and MariaDB 10.11.
 		DrawBytes: func(ctx context.Context, db *sql.DB, want int64, sessionID string, now any) (int64, error) {
 			res, err := db.ExecContext(ctx, `UPDATE sessions
 SET bytes_drawn = bytes_drawn + LAST_INSERT_ID(LEAST(?, byte_budget - bytes_drawn))
-WHERE id = ? AND bytes_drawn < byte_budget AND revoked_at IS NULL AND ended_at IS NULL AND expires_at > ?`,
+WHERE id = ? AND bytes_drawn < byte_budget AND revoked_at IS NULL AND ended_at IS NULL
+  AND expires_at > COALESCE(CAST(? AS DATETIME(6)), UTC_TIMESTAMP(6))`,
 				want, sessionID, now)
 			if err != nil {
 				return 0, err
@@ -52,13 +58,13 @@ WHERE id = ? AND bytes_drawn < byte_budget AND revoked_at IS NULL AND ended_at I
 		// UPDATE … ORDER BY … LIMIT 1 locks rows as it scans them; a
 		// concurrent acquirer blocked on a row re-reads it after the lock
 		// is released and moves on when it is no longer free.
-		AcquireSQL: `UPDATE session_slots SET holder = ?, lease_until = ?
-WHERE session_id = ? AND lease_until <= ? ORDER BY slot LIMIT 1`,
+		AcquireSQL: `UPDATE session_slots SET holder = ?, lease_until = {now+}
+WHERE session_id = ? AND lease_until <= {now} ORDER BY slot LIMIT 1`,
 		ExpiredSessionsSQL: `SELECT id FROM sessions
-WHERE ended_at IS NULL AND (expires_at <= ? OR revoked_at IS NOT NULL)
+WHERE ended_at IS NULL AND (expires_at <= {now} OR revoked_at IS NOT NULL)
 ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED`,
 		ClearLapsedSQL: `UPDATE session_slots SET holder = NULL
-WHERE holder IS NOT NULL AND lease_until <= ? LIMIT ?`,
+WHERE holder IS NOT NULL AND lease_until <= {now} LIMIT ?`,
 	}
 }
 

@@ -34,8 +34,30 @@ func MustOpen(tb testing.TB, dsn string, clock ledger.Clock) ledger.Ledger {
 	if err := mysql.Migrate(context.Background(), db.SQL()); err != nil {
 		tb.Fatal(err)
 	}
-	db.Now = clock
+	// The suite moves time for the database's decisions and the records alike.
+	db.Now, db.DBClock = clock, clock
 	return db
+}
+
+func TestClockSkew(t *testing.T) {
+	server := testenv.SharedMariaDB(t)
+	ledgertest.ExerciseClockSkew(t, func(t *testing.T, clocks ...ledger.Clock) []ledger.Ledger {
+		dsn := server.NewDatabase(t)
+		var out []ledger.Ledger
+		for _, clock := range clocks {
+			db, err := mysql.Open(context.Background(), dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			if err := mysql.Migrate(context.Background(), db.SQL()); err != nil {
+				t.Fatal(err)
+			}
+			db.Now = clock // DBClock stays nil: MariaDB's clock decides
+			out = append(out, db)
+		}
+		return out
+	})
 }
 
 func TestConcurrentMigrationsApplyOnce(t *testing.T) {

@@ -12,18 +12,20 @@ import (
 // one conditional UPDATE (one round trip) and returns what it granted.
 // The budget can never be oversold: the row's CHECK and the WHERE clause
 // keep bytes_drawn ≤ byte_budget whatever the number of drawers.
-// Errors: ErrBudgetExhausted, ErrRefused (revoked, expired or ended).
+// Expiry is judged by the database's clock. Errors: ErrBudgetExhausted,
+// ErrRefused (revoked, expired or ended).
 func (s *DB) DrawBytes(ctx context.Context, sessionID string, want int64) (int64, error) {
 	if want < 1 {
 		return 0, fmt.Errorf("%w: draw at least one byte", ledger.ErrInvalid)
 	}
-	now := s.now()
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var (
 		got int64
 		err error
 	)
 	for attempt := 1; ; attempt++ {
-		got, err = s.d.DrawBytes(ctx, s.db, want, sessionID, s.t(now))
+		got, err = s.d.DrawBytes(ctx, s.db, want, sessionID, s.dbNow())
 		if err == nil || !s.d.IsRetryable(err) || attempt == maxAttempts {
 			break
 		}
@@ -35,11 +37,14 @@ func (s *DB) DrawBytes(ctx context.Context, sessionID string, want int64) (int64
 	if got > 0 {
 		return got, nil
 	}
-	x, err := s.Session(ctx, sessionID)
+	// Explain the refusal by the clock that made it.
+	var now timeCol
+	x, err := scanSession(withNow(s.db.QueryRowContext(ctx,
+		s.q(`SELECT `+sessionColumns+`, {now}`+sessionFrom+` WHERE s.id = ?`), s.dbNow(), sessionID), &now))
 	if err != nil {
-		return 0, err
+		return 0, s.classify(err)
 	}
-	if r := x.Refusal(now); r != "" {
+	if r := x.Refusal(now.T); r != "" {
 		return 0, ledger.Refused(r)
 	}
 	return 0, ledger.ErrBudgetExhausted
@@ -50,6 +55,8 @@ func (s *DB) ReturnBytes(ctx context.Context, sessionID string, n int64) error {
 	if n <= 0 {
 		return nil
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	// GREATEST/MAX guard: a return can never push the counter below zero
 	// even if a caller returned more than it drew.
 	_, err := s.exec(ctx, `UPDATE sessions SET bytes_drawn = CASE WHEN bytes_drawn > ? THEN bytes_drawn - ? ELSE 0 END WHERE id = ?`, n, n, sessionID)

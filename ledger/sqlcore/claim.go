@@ -13,9 +13,11 @@ import (
 // conditional decrement. Exactly one affected row means granted. The link
 // is addressed by id, which the caller resolved from the token hash; the
 // row is the same and the condition is evaluated under InnoDB's row lock
-// (or SQLite's write lock), never from a value read earlier.
+// (or SQLite's write lock), never from a value read earlier. Expiry is
+// judged by the database's clock ({now}), so gateways whose clocks
+// disagree still agree on when a link expired.
 const claimSQL = `UPDATE links SET remaining = remaining - 1
-WHERE id = ? AND remaining > 0 AND revoked_at IS NULL AND expires_at > ?
+WHERE id = ? AND remaining > 0 AND revoked_at IS NULL AND expires_at > {now}
   AND (account_id IS NULL OR account_id = ?)`
 
 const insertGrantSQL = `INSERT INTO grants (id, link_id, kind, account_id, status, created_at, client, session_id)
@@ -29,11 +31,11 @@ func (s *DB) Claim(ctx context.Context, req ledger.ClaimRequest) (*ledger.Grant,
 	now := s.now()
 	g := newGrant(req, now, "")
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		return s.claim(ctx, tx, g, now)
+		return s.claim(ctx, tx, g)
 	})
 	switch {
 	case errors.Is(err, errNoRow):
-		return nil, s.refusal(ctx, req, now)
+		return nil, s.refusal(ctx, req)
 	case errors.Is(err, ledger.ErrAmbiguous):
 		// The grant may or may not exist: hand its id back for the log.
 		return g, err
@@ -57,8 +59,8 @@ func newGrant(req ledger.ClaimRequest, now time.Time, sessionID string) *ledger.
 	}
 }
 
-func (s *DB) claim(ctx context.Context, tx *sql.Tx, g *ledger.Grant, now time.Time) error {
-	res, err := tx.ExecContext(ctx, claimSQL, g.LinkID, s.t(now), g.AccountID)
+func (s *DB) claim(ctx context.Context, tx *sql.Tx, g *ledger.Grant) error {
+	res, err := tx.ExecContext(ctx, s.q(claimSQL), g.LinkID, s.dbNow(), g.AccountID)
 	if err != nil {
 		return err
 	}
@@ -74,10 +76,15 @@ func (s *DB) claim(ctx context.Context, tx *sql.Tx, g *ledger.Grant, now time.Ti
 	return err
 }
 
-// refusal explains a refused claim for logs and the admin API. It reads
-// after the decision was made; it never changes the decision.
-func (s *DB) refusal(ctx context.Context, req ledger.ClaimRequest, now time.Time) error {
-	l, err := s.linkByID(ctx, s.db, req.LinkID)
+// refusal explains a refused claim for logs and the admin API, by the
+// database's clock as the decision was. It reads after the decision was
+// made; it never changes the decision.
+func (s *DB) refusal(ctx context.Context, req ledger.ClaimRequest) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var now timeCol
+	l, err := scanLink(withNow(s.db.QueryRowContext(ctx,
+		s.q(`SELECT `+linkColumns+`, {now} FROM links WHERE id = ?`), s.dbNow(), req.LinkID), &now))
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 		return ledger.Refused(ledger.ReasonUnknown)
@@ -85,7 +92,7 @@ func (s *DB) refusal(ctx context.Context, req ledger.ClaimRequest, now time.Time
 		// The refusal stands; only its explanation is missing.
 		return ledger.Refused(ledger.ReasonUnknown)
 	}
-	r := l.Refusal(req.AccountID, now)
+	r := l.Refusal(req.AccountID, now.T)
 	if r == "" {
 		// Claimable now, so it was the allowance that ran out at the
 		// decision and a top-up landed since.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -17,24 +19,84 @@ import (
 // lock-wait timeout or a busy database is run again.
 const maxAttempts = 5
 
-// txTimeout bounds every write transaction. Transactions run detached from
-// the caller's cancellation: a client that hangs up mid-claim must not turn
-// a COMMIT into an unknown outcome.
-const txTimeout = 15 * time.Second
+// DefaultTimeout is DB.Timeout when none is set (GATEWAY_DB_TIMEOUT).
+const DefaultTimeout = 5 * time.Second
 
 // DB implements ledger.Ledger on database/sql.
 type DB struct {
 	db *sql.DB
 	d  Dialect
-	// Now is the clock every decision uses; tests inject their own.
+	// Now is the process's clock. It stamps records (created_at,
+	// revoked_at, refunded_at) and nothing else: no decision reads it, so
+	// a gateway whose clock is off cannot take a slot another process
+	// holds or claim an expired link (see DBClock).
 	Now ledger.Clock
+	// DBClock stands in for the database's clock in the statements that
+	// decide: the claim's expiry test, the budget draw's, slot leases,
+	// the sweeper. nil, as in production, means the database's own clock
+	// (UTC_TIMESTAMP(6) on MySQL, unixepoch('subsec') on SQLite); tests
+	// set it to move time.
+	DBClock ledger.Clock
+	// Timeout bounds each call to the database: a lookup, a budget draw,
+	// a slot call, a whole claim transaction (GATEWAY_DB_TIMEOUT, default
+	// DefaultTimeout). A call past it fails with ErrUnavailable, or
+	// ErrAmbiguous when it was COMMIT that ran out of time.
+	Timeout time.Duration
+
+	stmts sync.Map // statement template -> the dialect's text
 }
 
 var _ ledger.Ledger = (*DB)(nil)
 
 // New returns a ledger over db speaking dialect d.
 func New(db *sql.DB, d Dialect) *DB {
-	return &DB{db: db, d: d, Now: time.Now}
+	return &DB{db: db, d: d, Now: time.Now, Timeout: DefaultTimeout}
+}
+
+// bound gives one call to the database its own deadline, so that a hung
+// server costs a request at most Timeout instead of the driver's read
+// timeout.
+func (s *DB) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.timeout())
+}
+
+func (s *DB) timeout() time.Duration {
+	if s.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return s.Timeout
+}
+
+// q returns the statement template t in the dialect: {now} becomes the
+// database's current time and {now+} that time plus a bound number of
+// microseconds. Each {now} takes the argument dbNow returns, each {now+}
+// that argument and then the microseconds.
+func (s *DB) q(t string) string {
+	if v, ok := s.stmts.Load(t); ok {
+		return v.(string)
+	}
+	out := strings.NewReplacer("{now+}", s.d.Plus(s.d.NowSQL), "{now}", s.d.NowSQL).Replace(t)
+	s.stmts.Store(t, out)
+	return out
+}
+
+// dbNow is the argument of a {now}: NULL, which makes the statement read
+// the database's clock, or DBClock's time in tests.
+func (s *DB) dbNow() any {
+	if s.DBClock == nil {
+		return nil
+	}
+	return s.t(s.DBClock())
+}
+
+// clockNow reads the database's clock (or DBClock), for explaining a
+// decision after it was made; it never makes one.
+func (s *DB) clockNow(ctx context.Context) (time.Time, error) {
+	var now timeCol
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT {now}`), s.dbNow()).Scan(&now); err != nil {
+		return time.Time{}, err
+	}
+	return now.T, nil
 }
 
 // SQL returns the underlying pool (for migrations and tests).
@@ -42,6 +104,8 @@ func (s *DB) SQL() *sql.DB { return s.db }
 
 // Ping checks the database is reachable.
 func (s *DB) Ping(ctx context.Context) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := s.db.PingContext(ctx); err != nil {
 		return fmt.Errorf("%w: %v", ledger.ErrUnavailable, err)
 	}
@@ -66,8 +130,14 @@ func (e *commitError) Unwrap() error { return e.err }
 // inTx runs fn in a transaction, retrying a bounded number of times when
 // the database reports a deadlock, a lock-wait timeout or a busy file. A
 // failure of COMMIT is never retried: it becomes ledger.ErrAmbiguous.
+//
+// The transaction runs detached from the caller's cancellation (a client
+// that hangs up mid-claim must not turn a COMMIT into an unknown outcome)
+// but within Timeout, attempts included: a deadline before COMMIT rolls
+// back (ErrUnavailable), one during COMMIT is ErrAmbiguous like any
+// failed COMMIT.
 func (s *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), txTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout())
 	defer cancel()
 	var err error
 	for attempt := 1; ; attempt++ {
@@ -103,10 +173,25 @@ func (s *DB) tryTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx)
 	if err := fn(ctx, tx); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := commit(ctx, tx); err != nil {
 		return &commitError{err}
 	}
 	return nil
+}
+
+// commit commits tx but stops waiting when ctx ends. Drivers do not
+// cancel a COMMIT (go-sql-driver waits for it up to its readTimeout),
+// and its outcome is unknown either way, so the caller learns that within
+// its deadline while the COMMIT finishes or fails on its own.
+func commit(ctx context.Context, tx *sql.Tx) error {
+	done := make(chan error, 1)
+	go func() { done <- tx.Commit() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // classify maps driver errors to the ledger's: domain errors pass through,

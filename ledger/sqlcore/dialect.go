@@ -25,17 +25,31 @@ type Dialect struct {
 	// IsUnavailable reports a connection-level failure.
 	IsUnavailable func(error) bool
 
+	// NowSQL is the database's current time in the timestamp columns'
+	// representation, in UTC, as an expression with one placeholder: a
+	// stand-in time that replaces the clock when bound (tests), NULL
+	// otherwise. Statements that decide (expiry, leases) compare with it,
+	// never with a gateway's clock, so processes whose clocks disagree
+	// still agree on every decision.
+	NowSQL string
+	// Plus returns the expression expr plus a bound number of
+	// microseconds (one more placeholder, after expr's).
+	Plus func(expr string) string
+
 	// DrawBytes runs the conditional budget draw and returns how many bytes
-	// it granted, or 0 when no row matched. Arguments: want, session id, now.
+	// it granted, or 0 when no row matched. Arguments: want, session id,
+	// and the argument of NowSQL.
 	DrawBytes func(ctx context.Context, db *sql.DB, want int64, sessionID string, now any) (int64, error)
-	// AcquireSQL leases one free or lapsed slot row. Arguments: holder,
-	// lease_until, session id, now.
+	// AcquireSQL leases one free or lapsed slot row until {now+} (the
+	// lease), when its lease_until is at or before {now}. Arguments:
+	// holder, now, lease in microseconds, session id, now; each now is
+	// the argument of NowSQL.
 	AcquireSQL string
-	// ExpiredSessionsSQL selects a batch of ids of sessions to end,
-	// locking them without waiting on rows another sweeper holds.
-	// Arguments: now, limit.
+	// ExpiredSessionsSQL selects a batch of ids of sessions to end (expired
+	// at {now}, or revoked), locking them without waiting on rows another
+	// sweeper holds. Arguments: now, limit.
 	ExpiredSessionsSQL string
-	// ClearLapsedSQL clears holders of lapsed leases, at most limit rows.
-	// Arguments: now, limit.
+	// ClearLapsedSQL clears holders of leases lapsed at {now}, at most
+	// limit rows. Arguments: now, limit.
 	ClearLapsedSQL string
 }

@@ -18,6 +18,8 @@ func (s *DB) Grants(ctx context.Context, linkID, cursor string, limit int) (ledg
 	if limit < 1 || limit > 500 {
 		limit = 100
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var one int
 	if err := s.db.QueryRowContext(ctx, `SELECT 1 FROM links WHERE id = ?`, linkID).Scan(&one); err != nil {
 		if isNoRows(err) {

@@ -50,6 +50,13 @@ func (s *DB) CreateLink(ctx context.Context, l *ledger.Link) (*ledger.Link, bool
 	if err := l.Validate(); err != nil {
 		return nil, false, err
 	}
+	if !storable(l.ExpiresAt) {
+		// SQLite would store it; MySQL's DATETIME would refuse it with a
+		// server error. Both refuse it the same way instead.
+		return nil, false, fmt.Errorf("%w: expiry outside %v..%v", ledger.ErrInvalid, storableMin, storableMax)
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	in := *l
 	in.ExpiresAt = ledger.Micro(in.ExpiresAt)
 	in.CreatedAt = s.now()
@@ -87,6 +94,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?)`,
 
 // LinkByTokenHash returns the link whatever its state. Errors: ErrNotFound.
 func (s *DB) LinkByTokenHash(ctx context.Context, hash []byte) (*ledger.Link, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	l, err := scanLink(s.db.QueryRowContext(ctx,
 		`SELECT `+linkColumns+` FROM links WHERE token_hash = ?`, hash))
 	return l, s.classify(err)
@@ -101,6 +110,8 @@ func (s *DB) linkByID(ctx context.Context, q interface {
 // Link returns the link with its grant counts and live sessions.
 // Errors: ErrNotFound.
 func (s *DB) Link(ctx context.Context, id string) (*ledger.LinkStatus, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	l, err := s.linkByID(ctx, s.db, id)
 	if err != nil {
 		return nil, s.classify(err)
@@ -124,9 +135,9 @@ func (s *DB) Link(ctx context.Context, id string) (*ledger.LinkStatus, error) {
 	if err := rows.Err(); err != nil {
 		return nil, s.classify(err)
 	}
-	err = s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions
-WHERE link_id = ? AND revoked_at IS NULL AND ended_at IS NULL AND expires_at > ?`,
-		id, s.t(s.now())).Scan(&st.ActiveSessions)
+	err = s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM sessions
+WHERE link_id = ? AND revoked_at IS NULL AND ended_at IS NULL AND expires_at > {now}`),
+		id, s.dbNow()).Scan(&st.ActiveSessions)
 	if err != nil {
 		return nil, s.classify(err)
 	}
@@ -156,3 +167,14 @@ func (s *DB) RevokeLink(ctx context.Context, id string) error {
 		return err
 	})
 }
+
+// The instants both backends can store: MySQL's DATETIME(6) ends with
+// the year 9999, and nothing the gateway records predates the epoch (a
+// released slot's lease is the epoch itself).
+var (
+	storableMin = time.Unix(0, 0).UTC()
+	storableMax = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+)
+
+// storable reports whether t lies between storableMin and storableMax.
+func storable(t time.Time) bool { return !t.Before(storableMin) && !t.After(storableMax) }

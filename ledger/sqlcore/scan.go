@@ -58,3 +58,15 @@ func orNull(s string) any {
 	}
 	return s
 }
+
+// withNow scans one more column after the row's own: the {now} that a
+// query selected beside it, so a decision read with a row is explained by
+// the same clock that made it.
+func withNow(r rowScanner, now *timeCol) rowScanner { return nowScanner{r, now} }
+
+type nowScanner struct {
+	r   rowScanner
+	now *timeCol
+}
+
+func (n nowScanner) Scan(dest ...any) error { return n.r.Scan(append(dest, n.now)...) }

@@ -51,11 +51,14 @@ func (s *DB) MintSession(ctx context.Context, req ledger.MintRequest) (*ledger.S
 	if req.SessionID == "" || len(req.TokenHash) != 32 || req.ByteBudget < 1 || req.MaxConcurrency < 1 || req.MaxConcurrency > 64 || req.ExpiresAt.IsZero() {
 		return nil, false, fmt.Errorf("%w: session id, token hash, budget ≥ 1, 1..64 slots and expiry are required", ledger.ErrInvalid)
 	}
+	if !storable(req.ExpiresAt) {
+		return nil, false, fmt.Errorf("%w: session expiry outside %v..%v", ledger.ErrInvalid, storableMin, storableMax)
+	}
 	req.Claim.Kind = ledger.KindSession
 	if req.Affinity {
-		prev, err := s.latestAffinity(ctx, req.Claim.LinkID, req.Claim.AccountID)
+		prev, now, err := s.latestAffinity(ctx, req.Claim.LinkID, req.Claim.AccountID)
 		switch {
-		case err == nil && prev.Refusal(s.now()) == "":
+		case err == nil && prev.Refusal(now) == "":
 			return prev, false, nil
 		case err == nil:
 			// The account's session died: the next one is keyed by the
@@ -73,8 +76,10 @@ func (s *DB) MintSession(ctx context.Context, req ledger.MintRequest) (*ledger.S
 		g := newGrant(req.Claim, now, req.SessionID)
 		err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			if req.IdempotencyKey != "" {
-				_, err := tx.ExecContext(ctx, `INSERT INTO session_idempotency (link_id, scope, idem_key, session_id, created_at)
-VALUES (?, ?, ?, ?, ?)`, req.Claim.LinkID, req.Claim.AccountID, req.IdempotencyKey, req.SessionID, s.t(now))
+				// created_at orders affinity keys (latestAffinity):
+				// the database's clock, so processes agree on the newest.
+				_, err := tx.ExecContext(ctx, s.q(`INSERT INTO session_idempotency (link_id, scope, idem_key, session_id, created_at)
+VALUES (?, ?, ?, ?, {now})`), req.Claim.LinkID, req.Claim.AccountID, req.IdempotencyKey, req.SessionID, s.dbNow())
 				if err != nil {
 					if s.d.IsDuplicate(err) {
 						return errDuplicate
@@ -82,7 +87,7 @@ VALUES (?, ?, ?, ?, ?)`, req.Claim.LinkID, req.Claim.AccountID, req.IdempotencyK
 					return err
 				}
 			}
-			if err := s.claim(ctx, tx, g, now); err != nil {
+			if err := s.claim(ctx, tx, g); err != nil {
 				return err
 			}
 			// Pin the link's object version on the session straight from
@@ -117,7 +122,7 @@ SELECT ?, ?, id, ?, account_id, bucket, object_key, version_id, size, etag, cont
 			x, err := s.Session(ctx, req.SessionID)
 			return x, true, err
 		case errors.Is(err, errNoRow):
-			return nil, false, s.refusal(ctx, req.Claim, now)
+			return nil, false, s.refusal(ctx, req.Claim)
 		case errors.Is(err, errDuplicate):
 			x, err := s.sessionByKey(ctx, req)
 			if errors.Is(err, ledger.ErrNotFound) {
@@ -134,6 +139,8 @@ SELECT ?, ?, id, ?, account_id, bucket, object_key, version_id, size, etag, cont
 }
 
 func (s *DB) sessionByKey(ctx context.Context, req ledger.MintRequest) (*ledger.Session, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	x, err := scanSession(s.db.QueryRowContext(ctx, `SELECT `+sessionColumns+sessionFrom+`
 JOIN session_idempotency k ON k.session_id = s.id
 WHERE k.link_id = ? AND k.scope = ? AND k.idem_key = ?`, req.Claim.LinkID, req.Claim.AccountID, req.IdempotencyKey))
@@ -146,23 +153,28 @@ WHERE k.link_id = ? AND k.scope = ? AND k.idem_key = ?`, req.Claim.LinkID, req.C
 const affinityPrefix = "affinity "
 
 // latestAffinity returns the newest session that affinity gave account on
-// the link, live or not. Errors: ErrNotFound.
-func (s *DB) latestAffinity(ctx context.Context, linkID, account string) (*ledger.Session, error) {
-	x, err := scanSession(s.db.QueryRowContext(ctx, `SELECT `+sessionColumns+sessionFrom+`
+// the link, live or not, and the database's clock when it was read: whether
+// it is still live decides between reusing it and claiming again, so that
+// is the database's call, not this process's. Errors: ErrNotFound.
+func (s *DB) latestAffinity(ctx context.Context, linkID, account string) (*ledger.Session, time.Time, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var now timeCol
+	x, err := scanSession(withNow(s.db.QueryRowContext(ctx, s.q(`SELECT `+sessionColumns+`, {now}`+sessionFrom+`
 JOIN session_idempotency k ON k.session_id = s.id
 WHERE k.link_id = ? AND k.scope = ? AND k.idem_key LIKE ?
-ORDER BY k.created_at DESC, k.session_id DESC LIMIT 1`, linkID, account, affinityPrefix+"%"))
-	return x, s.classify(err)
+ORDER BY k.created_at DESC, k.session_id DESC LIMIT 1`), s.dbNow(), linkID, account, affinityPrefix+"%"), &now))
+	return x, now.T, s.classify(err)
 }
 
 // AffinitySession returns the account's live affinity session of the
 // link. Errors: ErrNotFound, ErrUnavailable.
 func (s *DB) AffinitySession(ctx context.Context, linkID, account string) (*ledger.Session, error) {
-	x, err := s.latestAffinity(ctx, linkID, account)
+	x, now, err := s.latestAffinity(ctx, linkID, account)
 	if err != nil {
 		return nil, err
 	}
-	if x.Refusal(s.now()) != "" {
+	if x.Refusal(now) != "" {
 		return nil, ledger.ErrNotFound
 	}
 	return x, nil
@@ -171,12 +183,16 @@ func (s *DB) AffinitySession(ctx context.Context, linkID, account string) (*ledg
 // SessionByTokenHash returns the session and its link's revocation time.
 // Errors: ErrNotFound.
 func (s *DB) SessionByTokenHash(ctx context.Context, hash []byte) (*ledger.Session, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	x, err := scanSession(s.db.QueryRowContext(ctx, `SELECT `+sessionColumns+sessionFrom+` WHERE s.token_hash = ?`, hash))
 	return x, s.classify(err)
 }
 
 // Session returns the session by id. Errors: ErrNotFound.
 func (s *DB) Session(ctx context.Context, id string) (*ledger.Session, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	x, err := scanSession(s.db.QueryRowContext(ctx, `SELECT `+sessionColumns+sessionFrom+` WHERE s.id = ?`, id))
 	return x, s.classify(err)
 }
@@ -184,6 +200,8 @@ func (s *DB) Session(ctx context.Context, id string) (*ledger.Session, error) {
 // RevokeSession revokes the session; revoking twice keeps the first time.
 // Errors: ErrNotFound.
 func (s *DB) RevokeSession(ctx context.Context, id string) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	res, err := s.exec(ctx, `UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, s.t(s.now()), id)
 	if err != nil {
 		return err

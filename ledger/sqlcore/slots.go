@@ -9,10 +9,14 @@ import (
 
 // AcquireSlot leases one free or lapsed slot row of the session to holder
 // with one UPDATE. A slot whose holder crashed is reusable as soon as its
-// lease lapses. Errors: ErrNoSlot.
+// lease lapses. Both "lapsed" and the new lease are reckoned by the
+// database's clock, so a process whose clock runs ahead cannot take a
+// slot another process still holds. Errors: ErrNoSlot.
 func (s *DB) AcquireSlot(ctx context.Context, sessionID, holder string, lease time.Duration) error {
-	now := s.now()
-	res, err := s.exec(ctx, s.d.AcquireSQL, holder, s.t(now.Add(lease)), sessionID, s.t(now))
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	now := s.dbNow()
+	res, err := s.exec(ctx, s.q(s.d.AcquireSQL), holder, now, lease.Microseconds(), sessionID, now)
 	if err != nil {
 		return err
 	}
@@ -24,11 +28,14 @@ func (s *DB) AcquireSlot(ctx context.Context, sessionID, holder string, lease ti
 	return nil
 }
 
-// RenewSlot extends holder's lease. Errors: ErrNotFound when the lease
-// lapsed and was taken by someone else (or swept).
+// RenewSlot extends holder's lease to lease past the database's now.
+// Errors: ErrNotFound when the lease lapsed and was taken by someone else
+// (or swept).
 func (s *DB) RenewSlot(ctx context.Context, sessionID, holder string, lease time.Duration) error {
-	res, err := s.exec(ctx, `UPDATE session_slots SET lease_until = ? WHERE session_id = ? AND holder = ?`,
-		s.t(s.now().Add(lease)), sessionID, holder)
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	res, err := s.exec(ctx, s.q(`UPDATE session_slots SET lease_until = {now+} WHERE session_id = ? AND holder = ?`),
+		s.dbNow(), lease.Microseconds(), sessionID, holder)
 	if err != nil {
 		return err
 	}
@@ -42,6 +49,8 @@ func (s *DB) RenewSlot(ctx context.Context, sessionID, holder string, lease time
 
 // ReleaseSlot frees holder's slot at once; a lost lease is a no-op.
 func (s *DB) ReleaseSlot(ctx context.Context, sessionID, holder string) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	_, err := s.exec(ctx, `UPDATE session_slots SET holder = NULL, lease_until = ? WHERE session_id = ? AND holder = ?`,
 		s.t(time.Unix(0, 0)), sessionID, holder)
 	return err

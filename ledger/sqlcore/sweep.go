@@ -17,9 +17,10 @@ func (s *DB) Sweep(ctx context.Context, limit int) (ledger.SweepResult, error) {
 		limit = 100
 	}
 	var out ledger.SweepResult
-	now := s.t(s.now())
+	// Expired and lapsed by the database's clock, as every decision.
+	now := s.dbNow()
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, s.d.ExpiredSessionsSQL, now, limit)
+		rows, err := tx.QueryContext(ctx, s.q(s.d.ExpiredSessionsSQL), now, limit)
 		if err != nil {
 			return err
 		}
@@ -41,7 +42,7 @@ func (s *DB) Sweep(ctx context.Context, limit int) (ledger.SweepResult, error) {
 			return nil
 		}
 		in := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ") + ")"
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET ended_at = ? WHERE id IN `+in, append([]any{now}, ids...)...); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET ended_at = {now} WHERE id IN `+in), append([]any{now}, ids...)...); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM session_slots WHERE session_id IN `+in, ids...)
@@ -50,7 +51,9 @@ func (s *DB) Sweep(ctx context.Context, limit int) (ledger.SweepResult, error) {
 	if err != nil {
 		return out, err
 	}
-	res, err := s.exec(ctx, s.d.ClearLapsedSQL, now, limit)
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	res, err := s.exec(ctx, s.q(s.d.ClearLapsedSQL), now, limit)
 	if err != nil {
 		return out, err
 	}

@@ -21,6 +21,11 @@ type scriptedDB struct {
 	commitErr error
 	begins    int
 	commits   int
+	// hangExec makes every Exec wait for its context, as on a database
+	// that stopped answering; hangCommit makes COMMIT wait until closed
+	// (drivers cannot cancel a COMMIT).
+	hangExec   bool
+	hangCommit chan struct{}
 }
 
 var errDeadlock = errors.New("scripted deadlock")
@@ -45,7 +50,11 @@ func (c *scriptedConn) BeginTx(context.Context, driver.TxOptions) (driver.Tx, er
 	return scriptedTx{c.d}, nil
 }
 
-func (c *scriptedConn) ExecContext(context.Context, string, []driver.NamedValue) (driver.Result, error) {
+func (c *scriptedConn) ExecContext(ctx context.Context, _ string, _ []driver.NamedValue) (driver.Result, error) {
+	if c.d.hangExec {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	c.d.mu.Lock()
 	defer c.d.mu.Unlock()
 	if len(c.d.execErrs) > 0 {
@@ -59,6 +68,9 @@ func (c *scriptedConn) ExecContext(context.Context, string, []driver.NamedValue)
 type scriptedTx struct{ d *scriptedDB }
 
 func (t scriptedTx) Commit() error {
+	if t.d.hangCommit != nil {
+		<-t.d.hangCommit
+	}
 	t.d.mu.Lock()
 	defer t.d.mu.Unlock()
 	t.d.commits++
@@ -76,6 +88,8 @@ func mustScripted(tb testing.TB, d *scriptedDB) *DB {
 		IsDuplicate:   func(error) bool { return false },
 		IsRetryable:   func(err error) bool { return errors.Is(err, errDeadlock) },
 		IsUnavailable: func(error) bool { return false },
+		NowSQL:        "?",
+		Plus:          func(expr string) string { return expr + " + ?" },
 	})
 }
 
@@ -130,5 +144,45 @@ func TestNonRetryableErrorIsNotRetried(t *testing.T) {
 	}
 	if d.begins != 1 {
 		t.Fatalf("begins=%d, want 1", d.begins)
+	}
+}
+
+func TestHungStatementIsUnavailableWithinTheTimeout(t *testing.T) {
+	d := &scriptedDB{hangExec: true}
+	db := mustScripted(t, d)
+	db.Timeout = 50 * time.Millisecond
+	for name, call := range map[string]func() error{
+		"Claim": func() error { _, err := db.Claim(context.Background(), claimReq); return err },
+		// A slot call on the request path, detached from the client as
+		// the gateway's release is: the ledger's own deadline still ends it.
+		"AcquireSlot": func() error { return db.AcquireSlot(context.Background(), "s", "h", time.Minute) },
+		"ReleaseSlot": func() error { return db.ReleaseSlot(context.WithoutCancel(context.Background()), "s", "h") },
+	} {
+		start := time.Now()
+		err := call()
+		if !errors.Is(err, ledger.ErrUnavailable) {
+			t.Errorf("%s on a hung database = %v, want ErrUnavailable", name, err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%s took %v with a 50ms timeout", name, d)
+		}
+	}
+}
+
+func TestHungCommitIsAmbiguousWithinTheTimeout(t *testing.T) {
+	d := &scriptedDB{hangCommit: make(chan struct{})}
+	t.Cleanup(func() { close(d.hangCommit) })
+	db := mustScripted(t, d)
+	db.Timeout = 50 * time.Millisecond
+	start := time.Now()
+	g, err := db.Claim(context.Background(), claimReq)
+	if !errors.Is(err, ledger.ErrAmbiguous) || g == nil {
+		t.Fatalf("Claim with a COMMIT that never answers = %v, %v; want ErrAmbiguous with the grant", g, err)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Fatalf("Claim took %v with a 50ms timeout", el)
+	}
+	if d.begins != 1 {
+		t.Fatalf("begins=%d, want one attempt: a COMMIT is never retried", d.begins)
 	}
 }

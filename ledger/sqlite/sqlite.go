@@ -38,6 +38,8 @@ func Dialect() sqlcore.Dialect {
 			c := errCode(err) & 0xff
 			return c == sqlite3.SQLITE_CANTOPEN || c == sqlite3.SQLITE_IOERR || c == sqlite3.SQLITE_FULL
 		},
+		NowSQL: "COALESCE(?, " + clock + ")",
+		Plus:   func(expr string) string { return "(" + expr + " + ?)" },
 		// SET sees the old row on every right-hand side, so last_draw and
 		// bytes_drawn both use the pre-update bytes_drawn; RETURNING hands
 		// the grant back in the same statement.
@@ -45,22 +47,29 @@ func Dialect() sqlcore.Dialect {
 			var got int64
 			err := db.QueryRowContext(ctx, `UPDATE sessions
 SET last_draw = MIN(?1, byte_budget - bytes_drawn), bytes_drawn = bytes_drawn + MIN(?1, byte_budget - bytes_drawn)
-WHERE id = ?2 AND bytes_drawn < byte_budget AND revoked_at IS NULL AND ended_at IS NULL AND expires_at > ?3
+WHERE id = ?2 AND bytes_drawn < byte_budget AND revoked_at IS NULL AND ended_at IS NULL
+  AND expires_at > COALESCE(?3, `+clock+`)
 RETURNING last_draw`, want, sessionID, now).Scan(&got)
 			if errors.Is(err, sql.ErrNoRows) {
 				return 0, nil
 			}
 			return got, err
 		},
-		AcquireSQL: `UPDATE session_slots SET holder = ?, lease_until = ?
-WHERE rowid = (SELECT rowid FROM session_slots WHERE session_id = ? AND lease_until <= ? ORDER BY slot LIMIT 1)`,
+		AcquireSQL: `UPDATE session_slots SET holder = ?, lease_until = {now+}
+WHERE rowid = (SELECT rowid FROM session_slots WHERE session_id = ? AND lease_until <= {now} ORDER BY slot LIMIT 1)`,
 		ExpiredSessionsSQL: `SELECT id FROM sessions
-WHERE ended_at IS NULL AND (expires_at <= ? OR revoked_at IS NOT NULL)
+WHERE ended_at IS NULL AND (expires_at <= {now} OR revoked_at IS NOT NULL)
 ORDER BY expires_at LIMIT ?`,
 		ClearLapsedSQL: `UPDATE session_slots SET holder = NULL
-WHERE rowid IN (SELECT rowid FROM session_slots WHERE holder IS NOT NULL AND lease_until <= ? LIMIT ?)`,
+WHERE rowid IN (SELECT rowid FROM session_slots WHERE holder IS NOT NULL AND lease_until <= {now} LIMIT ?)`,
 	}
 }
+
+// clock is SQLite's current time in the columns' unit, microseconds
+// since the epoch. SQLite keeps the time to the millisecond, and 'now'
+// is one value for the whole of a statement. unixepoch('subsec') needs
+// SQLite 3.42; modernc.org/sqlite bundles a newer one.
+const clock = `CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) * 1000`
 
 func errCode(err error) int {
 	var e *msqlite.Error
@@ -73,12 +82,16 @@ func errCode(err error) int {
 // Open opens (creating if needed) the SQLite database file at path, in WAL
 // mode with a busy timeout, foreign keys on, and IMMEDIATE transactions so
 // that concurrent writers queue on the write lock instead of failing to
-// upgrade a read lock.
+// upgrade a read lock. The file, its -wal and its -shm are readable by
+// their owner only (0600).
 func Open(ctx context.Context, path string) (*sqlcore.DB, error) {
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("sqlite: %w", err)
 		}
+	}
+	if err := ownerOnly(path); err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
@@ -99,6 +112,37 @@ func Open(ctx context.Context, path string) (*sqlcore.DB, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	return sqlcore.New(db, Dialect()), nil
+}
+
+// fileMode is the mode of the database files: links and grants name
+// accounts and client addresses, and nobody else on the machine needs them.
+const fileMode = 0o600
+
+// ownerOnly creates the database file with fileMode before SQLite opens
+// it, since SQLite creates files 0644 (less the umask) but gives the -wal
+// and -shm files it creates later the mode of the database file. Files
+// left wider by an earlier version are narrowed.
+func ownerOnly(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, fileMode)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&^fileMode != 0 {
+			if err := os.Chmod(p, fileMode); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Migrate applies pending migrations under an exclusive lock file beside

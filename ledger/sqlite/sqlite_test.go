@@ -28,6 +28,27 @@ func MustOpen(tb testing.TB, clock ledger.Clock) ledger.Ledger {
 	if err := sqlite.Migrate(context.Background(), db.SQL(), path); err != nil {
 		tb.Fatal(err)
 	}
-	db.Now = clock
+	// The suite moves time for the database's decisions and the records alike.
+	db.Now, db.DBClock = clock, clock
 	return db
+}
+
+func TestClockSkew(t *testing.T) {
+	ledgertest.ExerciseClockSkew(t, func(t *testing.T, clocks ...ledger.Clock) []ledger.Ledger {
+		path := filepath.Join(t.TempDir(), "gateway.db")
+		var out []ledger.Ledger
+		for _, clock := range clocks {
+			db, err := sqlite.Open(context.Background(), path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			if err := sqlite.Migrate(context.Background(), db.SQL(), path); err != nil {
+				t.Fatal(err)
+			}
+			db.Now = clock // DBClock stays nil: SQLite's clock decides
+			out = append(out, db)
+		}
+		return out
+	})
 }

@@ -1,0 +1,145 @@
+package ledgertest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dlgate/dlgate/ledger"
+)
+
+// OpenShared returns one ledger per clock, all on one fresh, migrated
+// database, deciding by the database's own clock (no stand-in); the i-th
+// ledger's process clock (what it stamps records with) is clocks[i]. It
+// registers its own cleanup.
+type OpenShared func(t *testing.T, clocks ...ledger.Clock) []ledger.Ledger
+
+// skew is how far the wrong clocks of ExerciseClockSkew are off: more
+// than the leases and expiries the tests use, so any decision taken by a
+// process clock would come out the other way.
+const skew = 30 * time.Second
+
+// ExerciseClockSkew runs processes whose clocks are 30 s ahead and 30 s
+// behind next to one whose clock is right, on one database, and shows that
+// the database's clock decides: the concurrency cap holds, and links and
+// sessions expire when the database says, whoever asks.
+func ExerciseClockSkew(t *testing.T, open OpenShared) {
+	right := func() time.Time { return time.Now() }
+	fast := func() time.Time { return time.Now().Add(skew) }
+	slow := func() time.Time { return time.Now().Add(-skew) }
+	setup := func(t *testing.T) (ctx context.Context, r, f, s ledger.Ledger) {
+		ls := open(t, right, fast, slow)
+		return context.Background(), ls[0], ls[1], ls[2]
+	}
+
+	t.Run("AFastProcessCannotTakeASlotAnotherHolds", func(t *testing.T) {
+		t.Parallel()
+		ctx, r, f, _ := setup(t)
+		x := mustSkewSession(t, r, time.Now().Add(time.Hour), 1)
+		const lease = 20 * time.Second // shorter than the skew
+		if err := r.AcquireSlot(ctx, x.ID, "right", lease); err != nil {
+			t.Fatal(err)
+		}
+		// By its own clock the fast process sees the lease lapsed 10 s ago.
+		if err := f.AcquireSlot(ctx, x.ID, "fast", lease); !errors.Is(err, ledger.ErrNoSlot) {
+			t.Fatalf("fast process acquiring a held slot = %v, want ErrNoSlot", err)
+		}
+		if res, err := f.Sweep(ctx, 10); err != nil || res.LeasesCleared != 0 {
+			t.Fatalf("fast sweeper = %+v, %v; want no lease cleared", res, err)
+		}
+		if err := r.RenewSlot(ctx, x.ID, "right", lease); err != nil {
+			t.Fatalf("the holder lost its lease to a fast sweeper: %v", err)
+		}
+		if err := f.AcquireSlot(ctx, x.ID, "fast", lease); !errors.Is(err, ledger.ErrNoSlot) {
+			t.Fatalf("fast process after the sweep = %v, want ErrNoSlot", err)
+		}
+	})
+	t.Run("ASlowProcessTakesALeaseThatLasts", func(t *testing.T) {
+		t.Parallel()
+		ctx, r, _, s := setup(t)
+		x := mustSkewSession(t, r, time.Now().Add(time.Hour), 1)
+		// By its own clock the slow process's lease would have lapsed
+		// 10 s before it was taken.
+		if err := s.AcquireSlot(ctx, x.ID, "slow", 20*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.AcquireSlot(ctx, x.ID, "right", 20*time.Second); !errors.Is(err, ledger.ErrNoSlot) {
+			t.Fatalf("acquiring the slot a slow process holds = %v, want ErrNoSlot", err)
+		}
+		if res, err := r.Sweep(ctx, 10); err != nil || res.LeasesCleared != 0 {
+			t.Fatalf("sweeper = %+v, %v; want the slow process's lease kept", res, err)
+		}
+	})
+	t.Run("LinkExpiryIsTheDatabases", func(t *testing.T) {
+		t.Parallel()
+		ctx, r, f, s := setup(t)
+		live := mustSkewLink(t, r, time.Now().Add(10*time.Second))
+		if _, err := f.Claim(ctx, ledger.ClaimRequest{LinkID: live.ID, Kind: ledger.KindStream}); err != nil {
+			t.Fatalf("fast process claiming a live link: %v", err)
+		}
+		dead := mustSkewLink(t, r, time.Now().Add(-2*time.Second))
+		_, err := s.Claim(ctx, ledger.ClaimRequest{LinkID: dead.ID, Kind: ledger.KindStream})
+		wantReason(t, err, ledger.ReasonExpired)
+		_, _, err = s.MintSession(ctx, skewMint(dead, time.Now().Add(time.Hour)))
+		wantReason(t, err, ledger.ReasonExpired)
+		st, err := r.Link(ctx, dead.ID)
+		if err != nil || st.Remaining != 1 || st.Grants[ledger.StatusGranted] != 0 {
+			t.Fatalf("expired link after a slow process's claims: %+v, %v", st, err)
+		}
+	})
+	t.Run("SessionExpiryIsTheDatabases", func(t *testing.T) {
+		t.Parallel()
+		ctx, r, f, s := setup(t)
+		live := mustSkewSession(t, r, time.Now().Add(10*time.Second), 1)
+		if got, err := f.DrawBytes(ctx, live.ID, 10); err != nil || got != 10 {
+			t.Fatalf("fast process drawing from a live session = %d, %v", got, err)
+		}
+		dead := mustSkewSession(t, r, time.Now().Add(-2*time.Second), 1)
+		_, err := s.DrawBytes(ctx, dead.ID, 10)
+		wantReason(t, err, ledger.ReasonExpired)
+		res, err := f.Sweep(ctx, 10)
+		if err != nil || res.SessionsEnded != 1 {
+			t.Fatalf("fast sweeper = %+v, %v; want exactly the expired session ended", res, err)
+		}
+		if got, err := r.DrawBytes(ctx, live.ID, 10); err != nil || got != 10 {
+			t.Fatalf("the live session after a fast sweep = %d, %v", got, err)
+		}
+	})
+}
+
+func mustSkewLink(tb testing.TB, l ledger.Ledger, expires time.Time) *ledger.Link {
+	tb.Helper()
+	out, _, err := l.CreateLink(context.Background(), &ledger.Link{
+		ID: uuid.Must(uuid.NewV7()).String(), TokenHash: randomHash(tb),
+		Object:    ledger.Object{Bucket: "b", Key: "k", VersionID: "v1", Size: 10},
+		Allowance: 1, Remaining: 1, ExpiresAt: expires, Delivery: ledger.DeliverySession,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+func skewMint(l *ledger.Link, expires time.Time) ledger.MintRequest {
+	return ledger.MintRequest{
+		Claim:     ledger.ClaimRequest{LinkID: l.ID, Client: "test"},
+		SessionID: uuid.Must(uuid.NewV7()).String(), TokenHash: randomHash(nil),
+		ByteBudget: 1000, MaxConcurrency: 1, ExpiresAt: expires,
+	}
+}
+
+// mustSkewSession mints, on a fresh link, a session expiring at expires
+// with the given number of slots.
+func mustSkewSession(tb testing.TB, l ledger.Ledger, expires time.Time, slots int) *ledger.Session {
+	tb.Helper()
+	req := skewMint(mustSkewLink(tb, l, time.Now().Add(time.Hour)), expires)
+	req.MaxConcurrency = slots
+	x, _, err := l.MintSession(context.Background(), req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return x
+}

@@ -1,0 +1,139 @@
+package mysql_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dlgate/dlgate/internal/testenv"
+	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/mysql"
+)
+
+// TestFrozenServerFailsEveryCallWithinTheTimeout stops a private MariaDB
+// with SIGSTOP (connections stay open, nothing answers) and checks that
+// each kind of call on the request path fails with ErrUnavailable within
+// the ledger's Timeout, not the driver's 30 s read timeout, and that the
+// same pool works again once the server resumes.
+func TestFrozenServerFailsEveryCallWithinTheTimeout(t *testing.T) {
+	server := testenv.StartMariaDB(t)
+	db, err := mysql.Open(context.Background(), server.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := mysql.Migrate(context.Background(), db.SQL()); err != nil {
+		t.Fatal(err)
+	}
+	db.Timeout = 2 * time.Second
+	ctx := context.Background()
+	link := &ledger.Link{
+		ID: uuid.Must(uuid.NewV7()).String(), TokenHash: make([]byte, 32),
+		Object:    ledger.Object{Key: "k", VersionID: "v", Size: 1},
+		Allowance: 5, Remaining: 5, ExpiresAt: time.Now().Add(time.Hour), Delivery: ledger.DeliverySession,
+	}
+	if _, _, err := db.CreateLink(ctx, link); err != nil {
+		t.Fatal(err)
+	}
+	x, _, err := db.MintSession(ctx, ledger.MintRequest{
+		Claim:     ledger.ClaimRequest{LinkID: link.ID, Kind: ledger.KindSession},
+		SessionID: uuid.Must(uuid.NewV7()).String(), TokenHash: []byte(strings.Repeat("s", 32)),
+		ByteBudget: 1000, MaxConcurrency: 2, ExpiresAt: time.Now().Add(time.Hour),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	calls := map[string]func(context.Context) error{
+		"LinkByTokenHash": func(ctx context.Context) error { _, err := db.LinkByTokenHash(ctx, link.TokenHash); return err },
+		"Claim": func(ctx context.Context) error {
+			_, err := db.Claim(ctx, ledger.ClaimRequest{LinkID: link.ID, Kind: ledger.KindStream})
+			return err
+		},
+		"SessionByTokenHash": func(ctx context.Context) error { _, err := db.SessionByTokenHash(ctx, x.TokenHash); return err },
+		"AcquireSlot":        func(ctx context.Context) error { return db.AcquireSlot(ctx, x.ID, "h", time.Minute) },
+		"DrawBytes":          func(ctx context.Context) error { _, err := db.DrawBytes(ctx, x.ID, 10); return err },
+		"ReturnBytes":        func(ctx context.Context) error { return db.ReturnBytes(ctx, x.ID, 10) },
+		"ReleaseSlot":        func(ctx context.Context) error { return db.ReleaseSlot(ctx, x.ID, "h") },
+		"Ping":               func(ctx context.Context) error { return db.Ping(ctx) },
+	}
+	pid := mariadbdPID(t, server)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			syscall.Kill(pid, syscall.SIGCONT) //nolint:errcheck // best effort in cleanup
+		}
+	}
+	t.Cleanup(resume)
+
+	var wg sync.WaitGroup
+	for name, call := range calls {
+		wg.Go(func() {
+			start := time.Now()
+			// A request's context without a deadline, as net/http's is.
+			err := call(ctx)
+			took := time.Since(start)
+			t.Logf("%s on a frozen server: %v after %v", name, err, took.Round(time.Millisecond))
+			if !errors.Is(err, ledger.ErrUnavailable) && !errors.Is(err, ledger.ErrAmbiguous) {
+				t.Errorf("%s on a frozen server = %v, want ErrUnavailable", name, err)
+			}
+			if took < db.Timeout-100*time.Millisecond || took > db.Timeout+2*time.Second {
+				t.Errorf("%s gave up after %v, want about the timeout, %v", name, took, db.Timeout)
+			}
+		})
+	}
+	wg.Wait()
+
+	resume()
+	deadline := time.Now().Add(30 * time.Second)
+	for name, call := range calls {
+		for {
+			err := call(ctx)
+			if err == nil || errors.Is(err, ledger.ErrRefused) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still fails 30 s after the server resumed: %v", name, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// mariadbdPID finds the server's process by the port on its command line.
+func mariadbdPID(tb testing.TB, m *testenv.MariaDB) int {
+	tb.Helper()
+	port := m.Addr[strings.LastIndexByte(m.Addr, ':')+1:]
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if !strings.HasSuffix(args[0], "mariadbd") {
+			continue
+		}
+		for _, a := range args {
+			if a == "--port="+port {
+				pid, _ := strconv.Atoi(filepath.Base(d))
+				return pid
+			}
+		}
+	}
+	tb.Fatalf("no mariadbd process listens on %s", m.Addr)
+	return 0
+}
