@@ -1,0 +1,113 @@
+package ledger
+
+import (
+	"context"
+	"time"
+)
+
+// Webhook event types (SPEC §6). Each is written to the outbox in the
+// transaction of the change it names.
+const (
+	EventLinkCreated    = "link.created"
+	EventLinkRevoked    = "link.revoked"
+	EventLinkExhausted  = "link.exhausted"
+	EventGrantCreated   = "grant.created"
+	EventGrantRefunded  = "grant.refunded"
+	EventSessionCreated = "session.created"
+	EventObjectDeleted  = "object.deleted"
+)
+
+// Event is one webhook event, and its JSON form is the body a receiver
+// gets: {"type", "timestamp", "data"}, the payload structure of the
+// Standard Webhooks specification. It carries ids, the account, the client
+// descriptor, counts and times, never a token or a token hash.
+type Event struct {
+	Type string `json:"type"`
+	// Timestamp is when the change happened (the record's own stamp), not
+	// when the event is delivered; RFC 3339 in UTC.
+	Timestamp time.Time `json:"timestamp"`
+	Data      EventData `json:"data"`
+}
+
+// EventData is what an event says. Fields that do not apply to an event
+// type are left out of the JSON.
+type EventData struct {
+	LinkID    string `json:"link_id,omitempty"`
+	GrantID   string `json:"grant_id,omitempty"`
+	SessionID string `json:"session_id,omitempty"`
+	// AccountID is the link's account in link events, the verified caller
+	// in grant and session events; absent when anonymous.
+	AccountID string `json:"account_id,omitempty"`
+	// Client is the client address and user agent as the grant records
+	// them (GET /v1/links/{id}/grants shows the same).
+	Client string `json:"client,omitempty"`
+	Kind   string `json:"kind,omitempty"` // grant kind: stream or session
+	// Downloads is the link's allowance (downloads at creation plus
+	// top-ups); Remaining what is left after the change.
+	Downloads *int   `json:"downloads,omitempty"`
+	Remaining *int   `json:"remaining,omitempty"`
+	Delivery  string `json:"delivery,omitempty"`
+	Filename  string `json:"filename,omitempty"`
+	// ExpiresAt is the link's expiry; in session.created the session's.
+	ExpiresAt      *time.Time   `json:"expires_at,omitempty"`
+	ByteBudget     int64        `json:"byte_budget,omitempty"`
+	MaxConcurrency int          `json:"max_concurrency,omitempty"`
+	Object         *EventObject `json:"object,omitempty"`
+}
+
+// EventObject names an object version in link.created and object.deleted.
+type EventObject struct {
+	Bucket      string `json:"bucket"`
+	Key         string `json:"key"`
+	VersionID   string `json:"version_id"`
+	Size        int64  `json:"size"`
+	ETag        string `json:"etag,omitempty"`
+	ContentType string `json:"content_type,omitempty"`
+}
+
+// OutboxEvent is an event as the outbox hands it to a deliverer.
+type OutboxEvent struct {
+	// Seq orders the outbox: events of one link have increasing Seq in
+	// the order their transactions committed.
+	Seq int64
+	// ID is the webhook-id: the same on every delivery attempt, so a
+	// receiver can drop a redelivery.
+	ID     string
+	Type   string
+	LinkID string // "" when the event is about no link
+	// Body is the JSON of the Event, exactly as it is signed and sent.
+	Body      []byte
+	CreatedAt time.Time
+	// Attempts counts delivery attempts, the one this claim starts
+	// included.
+	Attempts int
+}
+
+// Outbox is the delivery side of the webhook outbox (SPEC §6): any number
+// of processes claim due events, try to deliver them, and report back.
+// Events of one link are handed out one at a time, in order: the next is
+// not due while an earlier one is neither delivered nor dead.
+type Outbox interface {
+	// ClaimEvents leases up to limit due events to holder for lease, the
+	// oldest first; an event whose lease lapses (its holder died) is due
+	// again. Concurrent callers never get the same event under a live
+	// lease. Errors: ErrUnavailable.
+	ClaimEvents(ctx context.Context, holder string, limit int, lease time.Duration) ([]OutboxEvent, error)
+	// EventDelivered marks the event delivered. Errors: ErrNotFound when
+	// holder no longer holds its lease.
+	EventDelivered(ctx context.Context, seq int64, holder string) error
+	// EventFailed records a failed attempt and makes the event due again
+	// after retryIn. Errors: ErrNotFound when holder no longer holds its
+	// lease.
+	EventFailed(ctx context.Context, seq int64, holder, reason string, retryIn time.Duration) error
+	// ExpireEvents marks dead, at most limit, undelivered events created
+	// maxAge or longer ago that no one is delivering, and returns how
+	// many.
+	ExpireEvents(ctx context.Context, maxAge time.Duration, limit int) (int, error)
+	// PurgeEvents deletes, at most limit, delivered or dead events created
+	// keep or longer ago, and returns how many.
+	PurgeEvents(ctx context.Context, keep time.Duration, limit int) (int, error)
+	// OutboxAge returns the age of the oldest undelivered event, 0 when
+	// there is none.
+	OutboxAge(ctx context.Context) (time.Duration, error)
+}
