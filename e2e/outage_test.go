@@ -20,10 +20,10 @@ func TestStorageOutageRefundsTheClaim(t *testing.T) {
 	switch r.Status {
 	case http.StatusBadGateway:
 		checkProblem(t, r, http.StatusBadGateway, "storage-unavailable")
-	case http.StatusServiceUnavailable:
-		checkProblem(t, r, http.StatusServiceUnavailable, "storage-timeout")
+	case http.StatusGatewayTimeout:
+		checkProblem(t, r, http.StatusGatewayTimeout, "storage-timeout")
 	default:
-		t.Fatalf("%v with the S3 server stopped, want 502 or 503; body %.300q", r, r.Body)
+		t.Fatalf("%v with the S3 server stopped, want 502 or 504; body %.300q", r, r.Body)
 	}
 	t.Logf("with the S3 server stopped: %v (%s)", r, r.Header.Get("Content-Type"))
 	// The claim was refunded: the allowance is intact, the grant marked.
