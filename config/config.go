@@ -26,6 +26,9 @@ const (
 	DefaultDataDir               = "./gateway-data"
 	DefaultS3Region              = "us-east-1"
 	DefaultShutdownGrace         = 30 * time.Second
+	DefaultDBTimeout             = 5 * time.Second
+	DefaultMaxConnections        = 4096
+	DefaultBodyTimeout           = 10 * time.Second
 	DefaultSessionTTL            = time.Hour
 	DefaultSessionMaxConcurrency = 4
 	DefaultSlotLease             = 30 * time.Second
@@ -54,6 +57,10 @@ type Config struct {
 
 	DBDriver string // GATEWAY_DB_DRIVER: "sqlite" or "mysql"
 	DBDSN    string // GATEWAY_DB_DSN
+	// DBTimeout is GATEWAY_DB_TIMEOUT: how long one database call on
+	// the request path (a lookup, a claim, a budget draw, a slot call)
+	// may take before the request gets 503.
+	DBTimeout time.Duration
 
 	Store       string // GATEWAY_STORE: "fs" or "s3"
 	FSRoot      string // GATEWAY_FS_ROOT
@@ -71,6 +78,13 @@ type Config struct {
 	ShutdownGrace time.Duration // GATEWAY_SHUTDOWN_GRACE
 	LogLevel      slog.Level    // GATEWAY_LOG_LEVEL: debug, info, warn, error
 	LogFormat     string        // GATEWAY_LOG_FORMAT: "text" or "json"
+
+	// MaxConnections is GATEWAY_MAX_CONNECTIONS: how many connections
+	// the public listener holds open at once; more wait in the backlog.
+	MaxConnections int
+	// BodyTimeout is GATEWAY_BODY_TIMEOUT: how long a public request
+	// body may take to arrive whole, before anything is claimed.
+	BodyTimeout time.Duration
 
 	SessionTTL time.Duration // GATEWAY_SESSION_TTL
 	// SessionByteBudget is GATEWAY_SESSION_BYTE_BUDGET in bytes; 0 means
@@ -115,6 +129,9 @@ func Default() *Config {
 		Store:                 "fs",
 		S3Region:              DefaultS3Region,
 		ShutdownGrace:         DefaultShutdownGrace,
+		DBTimeout:             DefaultDBTimeout,
+		MaxConnections:        DefaultMaxConnections,
+		BodyTimeout:           DefaultBodyTimeout,
 		LogLevel:              slog.LevelInfo,
 		LogFormat:             "text",
 		SessionTTL:            DefaultSessionTTL,
@@ -351,6 +368,8 @@ func (c *Config) Validate() error {
 		d    time.Duration
 	}{
 		{"SHUTDOWN_GRACE", c.ShutdownGrace},
+		{"DB_TIMEOUT", c.DBTimeout},
+		{"BODY_TIMEOUT", c.BodyTimeout},
 		{"SESSION_TTL", c.SessionTTL},
 		{"SLOT_LEASE", c.SlotLease},
 		{"SWEEP_INTERVAL", c.SweepInterval},
@@ -363,6 +382,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SessionByteBudget < 0 {
 		return bad("SESSION_BYTE_BUDGET", "must be 0 (automatic) or positive, got %d", c.SessionByteBudget)
+	}
+	if c.MaxConnections < 1 {
+		return bad("MAX_CONNECTIONS", "must be at least 1, got %d", c.MaxConnections)
 	}
 	if c.SessionMaxConcurrency < 1 {
 		return bad("SESSION_MAX_CONCURRENCY", "must be at least 1, got %d", c.SessionMaxConcurrency)

@@ -34,6 +34,9 @@ type fileConfig struct {
 	StoreOpenTimeout      fileValue `yaml:"store_open_timeout"`
 	StoreIdleTimeout      fileValue `yaml:"store_idle_timeout"`
 	ShutdownGrace         fileValue `yaml:"shutdown_grace"`
+	DBTimeout             fileValue `yaml:"db_timeout"`
+	MaxConnections        fileValue `yaml:"max_connections"`
+	BodyTimeout           fileValue `yaml:"body_timeout"`
 	LogLevel              fileValue `yaml:"log_level"`
 	LogFormat             fileValue `yaml:"log_format"`
 	SessionTTL            fileValue `yaml:"session_ttl"`

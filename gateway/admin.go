@@ -118,6 +118,9 @@ func (s *Server) linkBody(l *ledger.Link) linkBody {
 // maxDownloads bounds one link's allowance; far beyond any real use.
 const maxDownloads = 1_000_000
 
+// lastExpiry is the latest expires_at every database can store.
+var lastExpiry = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+
 func (s *Server) handleCreateLink(w http.ResponseWriter, r *http.Request) {
 	var req createLinkRequest
 	if !decodeJSON(w, r, &req) {
@@ -194,6 +197,10 @@ func (req *createLinkRequest) validate(now time.Time) string {
 		return "expires_in must be between 1 second and 10 years."
 	case req.ExpiresAt != nil && !req.ExpiresAt.After(now):
 		return "expires_at must be in the future."
+	case req.ExpiresAt != nil && req.ExpiresAt.After(lastExpiry):
+		// What MySQL's DATETIME holds; the ledger refuses the same on
+		// every backend. "9999-12-31T23:59:59-05:00" is already 10000.
+		return "expires_at must be at most 9999-12-31T23:59:59Z."
 	case req.Delivery != "" && req.Delivery != ledger.DeliveryStream && req.Delivery != ledger.DeliverySession:
 		return `delivery must be "stream" or "session".`
 	case len(req.AccountID) > 255 || strings.ContainsFunc(req.AccountID, func(r rune) bool { return r < 0x20 || r == 0x7f }):

@@ -70,6 +70,14 @@ var (
 		"The service is having trouble. Try again in a moment."}
 	probInternal = problem{http.StatusInternalServerError, "internal-error", "Internal server error",
 		"Something went wrong on our side. Try again in a moment."}
+	// Request bodies (gateway/limits.go): refused before anything is
+	// looked up or claimed.
+	probBodyNotAllowed = problem{http.StatusBadRequest, "body-not-allowed", "This request must not have a body",
+		"The request could not be understood."}
+	probBodyTooLarge = problem{http.StatusRequestEntityTooLarge, "body-too-large", "The request body is too large",
+		"The request could not be understood."}
+	probRequestTimeout = problem{http.StatusRequestTimeout, "request-timeout", "The request body did not arrive in time",
+		"The request took too long to arrive. Nothing was used up; try again."}
 )
 
 // errorTable maps domain errors to answers, first match wins. Refusals
@@ -78,6 +86,7 @@ var errorTable = []struct {
 	err error
 	p   problem
 }{
+	{errBodyStalled, probRequestTimeout}, // before the store's errors an abandoned upload may carry
 	{ledger.ErrBudgetExhausted, probBudgetExhausted},
 	{ledger.ErrNoSlot, probTooManyRequests},
 	{ledger.ErrConflict, probConflict},

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,6 +53,16 @@ type Options struct {
 	// while a response streams (GATEWAY_STORE_IDLE_TIMEOUT, default
 	// 30 s); past it the response is cut.
 	StoreIdleTimeout time.Duration
+	// BodyTimeout bounds how long a public POST body may take to arrive
+	// whole, before anything is looked up or claimed
+	// (GATEWAY_BODY_TIMEOUT, default DefaultBodyTimeout).
+	BodyTimeout time.Duration
+	// UploadIdleTimeout bounds how long an admin upload may go without a
+	// byte of its body (default DefaultUploadIdleTimeout).
+	UploadIdleTimeout time.Duration
+	// ReadyTimeout is the deadline of each of /readyz's checks (default
+	// 3 s).
+	ReadyTimeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// SecretPrevious are older secrets whose tokens are still accepted,
@@ -116,6 +127,15 @@ func New(opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = DefaultBodyTimeout
+	}
+	if opts.UploadIdleTimeout <= 0 {
+		opts.UploadIdleTimeout = DefaultUploadIdleTimeout
+	}
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = 3 * time.Second
+	}
 	if opts.ClientAddr == nil {
 		opts.ClientAddr = func(r *http.Request) netip.Addr { return auth.ClientAddr(r, nil) }
 	}
@@ -124,24 +144,36 @@ func New(opts Options) (*Server, error) {
 		keys: token.NewKeys(opts.Secret, opts.SecretPrevious...)}, nil
 }
 
+// handleReady checks the database and the store at once, each under its
+// own deadline, and reports each as it found it: a hung database must
+// neither delay the store's check nor make the store look down.
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
-	defer cancel()
 	checks := map[string]string{"database": "ok", "store": "ok"}
 	status := http.StatusOK
 	if s.draining.Load() {
 		checks["gateway"], status = "draining", http.StatusServiceUnavailable
 	}
-	if err := s.Ledger.Ping(ctx); err != nil {
-		checks["database"], status = "unavailable", http.StatusServiceUnavailable
-		s.log.WarnContext(ctx, "readiness: database", "err", err)
-	}
+	probes := map[string]func(context.Context) error{"database": s.Ledger.Ping}
 	if p, ok := s.Store.(storage.Pinger); ok {
-		if err := p.Ping(ctx); err != nil {
-			checks["store"], status = "unavailable", http.StatusServiceUnavailable
-			s.log.WarnContext(ctx, "readiness: store", "err", err)
-		}
+		probes["store"] = p.Ping
 	}
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	for name, ping := range probes {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(r.Context(), s.ReadyTimeout)
+			defer cancel()
+			if err := ping(ctx); err != nil {
+				s.log.WarnContext(ctx, "readiness: "+name, "err", err)
+				mu.Lock()
+				checks[name], status = "unavailable", http.StatusServiceUnavailable
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
 	writeJSON(w, status, checks)
 }
 

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/dlgate/dlgate/auth"
@@ -206,6 +208,7 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		return err
 	}
 	defer db.Close()
+	db.Timeout = cfg.DBTimeout
 	store, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
@@ -217,6 +220,9 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
+	// Past the limit, connections wait in the kernel's backlog instead of
+	// taking descriptors (and accept failing with EMFILE).
+	pub = gateway.LimitListener(pub, connectionLimit(cfg.MaxConnections, log))
 	defer pub.Close()
 	adm, err := net.Listen("tcp", cfg.AdminListen)
 	if err != nil {
@@ -240,6 +246,9 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		StoreOpenTimeout: cfg.StoreOpenTimeout, StoreIdleTimeout: cfg.StoreIdleTimeout,
 		ClientAddr: func(r *http.Request) netip.Addr { return auth.ClientAddr(r, trusted) },
 		Version:    buildVersion(),
+
+		// A body that never finishes is refused before anything is claimed.
+		BodyTimeout: cfg.BodyTimeout,
 	})
 	if err != nil {
 		return err
@@ -259,7 +268,9 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		// reader of a large file (an expired read deadline even cancels
 		// the request context through net/http's background read). The
 		// handlers renew a per-write deadline instead, and public request
-		// bodies are tiny and size-limited.
+		// bodies are size-limited and must arrive whole within
+		// GATEWAY_BODY_TIMEOUT (gateway/limits.go). An idle keep-alive
+		// connection is closed after IdleTimeout.
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelDebug),
@@ -301,4 +312,27 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	stopSweep()
 	log.Info("stopped")
 	return nil
+}
+
+// fdReserve is what connectionLimit leaves, below the open-file limit, for
+// everything but public connections: the database pool (64), the store's
+// connections, admin connections, open objects and log files.
+const fdReserve = 256
+
+// connectionLimit is GATEWAY_MAX_CONNECTIONS, lowered (with a warning)
+// when the process may not open that many descriptors plus fdReserve: a
+// limit above RLIMIT_NOFILE would turn the queue into accept errors. Go
+// raises the soft limit to the hard one at start, so that is what counts.
+func connectionLimit(want int, log *slog.Logger) int {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur > math.MaxInt32 {
+		return want
+	}
+	if most := int(rl.Cur) - fdReserve; want > most {
+		most = max(most, 1)
+		log.Warn("GATEWAY_MAX_CONNECTIONS is above what the open-file limit allows; lowered",
+			"max_connections", want, "open_file_limit", rl.Cur, "lowered_to", most)
+		return most
+	}
+	return want
 }
