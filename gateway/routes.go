@@ -49,7 +49,7 @@ func (s *Server) adminRoutes() []route {
 		{"admin_links_allowance_changes", "/v1/links/{id}/allowance", []string{http.MethodGet}, admin(s.handleAllowanceChanges)},
 		{"admin_links_grants", "/v1/links/{id}/grants", []string{http.MethodGet}, admin(s.handleGrants)},
 		{"admin_sessions_revoke", "/v1/sessions/{id}", []string{http.MethodDelete}, admin(s.handleRevokeSession)},
-		{"admin_objects_put", "/v1/objects/{key:.+}", []string{http.MethodPut}, admin(s.handlePutObject)},
+		{"admin_objects_put", "/v1/objects/{key:.+}", []string{http.MethodPut}, s.idleUpload(admin(s.handlePutObject))},
 		{"healthz", "/healthz", getHead, open(func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 		})},
@@ -86,6 +86,11 @@ func (s *Server) router(public bool, routes []route) http.Handler {
 		w.Header().Set("Allow", allowed(r, req))
 		writeProblem(w, req, probMethodNotAllowed, "")
 	}))
+	if public {
+		// Bodies are settled before routing, so before any lookup or
+		// claim (gateway/limits.go).
+		return s.wrap(public, s.limitPublicBodies(r))
+	}
 	return s.wrap(public, r)
 }
 
