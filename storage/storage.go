@@ -85,3 +85,18 @@ type Filer interface {
 type Pinger interface {
 	Ping(ctx context.Context) error
 }
+
+// Deleter is an optional ability of a Store: deleting one version the
+// gateway stored (SPEC §6).
+type Deleter interface {
+	// Delete removes exactly version v.VersionID of v.Key in v.Bucket
+	// ("" means the store's default); every other version of the key stays
+	// as it was, and when v was the current version the newest remaining
+	// one becomes current. A version that S3 calls "null" (a bucket
+	// without versioning) is deleted only while it still has v.ETag.
+	// Errors: ErrNotFound when that version does not exist (deleting
+	// twice finds it gone), ErrChanged when a "null" version was
+	// replaced (the object there now is not v), ErrInvalidKey,
+	// ErrInvalid, ErrTimeout, ErrUnavailable.
+	Delete(ctx context.Context, v Version) error
+}

@@ -37,6 +37,7 @@ func Exercise(t *testing.T, newStore NewStoreFunc) {
 		exerciseRanges,
 		exerciseErrors,
 		exerciseLarge,
+		exerciseDelete,
 	} {
 		area(t, newStore)
 	}
