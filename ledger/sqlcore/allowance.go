@@ -56,6 +56,8 @@ func (s *DB) whyNotUpdated(ctx context.Context, tx *sql.Tx, id string) error {
 // AllowanceChanges lists the link's audited top-ups, newest first.
 // Errors: ErrNotFound.
 func (s *DB) AllowanceChanges(ctx context.Context, linkID string) ([]ledger.AllowanceChange, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var one int
 	if err := s.db.QueryRowContext(ctx, `SELECT 1 FROM links WHERE id = ?`, linkID).Scan(&one); err != nil {
 		if isNoRows(err) {

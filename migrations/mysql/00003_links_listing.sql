@@ -1,14 +1,16 @@
 -- +goose Up
 -- The admin listing (SPEC §6) reads links newest first, (created_at, id)
 -- descending, and each filter has an index that starts with the filtered
--- column and continues in that order: a page is one index range scan,
--- stopped by LIMIT, never a sort.
+-- column and continues in that order (descending, so the scan runs forward
+-- and MariaDB keeps index condition pushdown): a page is one index range
+-- scan from the cursor, stopped by LIMIT, never a sort.
 --
 -- A link's state depends on the clock, so no index can hold it. What does
 -- not move is revocation: is_revoked splits revoked links from the rest;
 -- for expired, exhausted and active the scan of is_revoked = 0 checks
--- expires_at and remaining in the index entry itself (index condition
--- pushdown), without reading the row.
+-- expires_at and remaining in the index entry itself, without reading the
+-- row. The account and object indexes carry the same columns, so a state
+-- filter combined with them is checked the same way.
 --
 -- object_key is VARCHAR(1024) utf8mb4, up to 4096 bytes, over InnoDB's
 -- 3072-byte key limit, so its index is on the first 700 characters; the
@@ -16,10 +18,10 @@
 -- characters stay in (created_at, id) order.
 ALTER TABLE links
   ADD COLUMN is_revoked BOOLEAN AS (revoked_at IS NOT NULL) STORED,
-  ADD KEY links_created (created_at, id),
-  ADD KEY links_account_created (account_id, created_at, id),
-  ADD KEY links_object_created (object_key(700), created_at, id),
-  ADD KEY links_state_created (is_revoked, created_at, id, expires_at, remaining);
+  ADD KEY links_created (created_at DESC, id DESC),
+  ADD KEY links_account_created (account_id, created_at DESC, id DESC, is_revoked, expires_at, remaining),
+  ADD KEY links_object_created (object_key(700), created_at DESC, id DESC, is_revoked, expires_at, remaining),
+  ADD KEY links_state_created (is_revoked, created_at DESC, id DESC, expires_at, remaining);
 
 -- +goose Down
 ALTER TABLE links
