@@ -411,7 +411,7 @@ func startDrippers(tb testing.TB, addr string, heads map[string]string, counts m
 			for _, d := range ds.conns {
 				if d.conn != nil {
 					d.conn.SetWriteDeadline(time.Now().Add(10 * time.Millisecond)) //nolint:errcheck // TCP
-					d.conn.Write([]byte{'x'})                                    //nolint:errcheck // closed ones fail
+					d.conn.Write([]byte{'x'})                                      //nolint:errcheck // closed ones fail
 				}
 			}
 		}
