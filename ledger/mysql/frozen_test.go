@@ -3,12 +3,8 @@ package mysql_test
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -66,19 +62,7 @@ func TestFrozenServerFailsEveryCallWithinTheTimeout(t *testing.T) {
 		"ReleaseSlot":        func(ctx context.Context) error { return db.ReleaseSlot(ctx, x.ID, "h") },
 		"Ping":               func(ctx context.Context) error { return db.Ping(ctx) },
 	}
-	pid := mariadbdPID(t, server)
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	resume := func() {
-		if !resumed {
-			resumed = true
-			syscall.Kill(pid, syscall.SIGCONT) //nolint:errcheck // best effort in cleanup
-		}
-	}
-	t.Cleanup(resume)
-
+	server.Freeze(t)
 	var wg sync.WaitGroup
 	for name, call := range calls {
 		wg.Go(func() {
@@ -97,7 +81,7 @@ func TestFrozenServerFailsEveryCallWithinTheTimeout(t *testing.T) {
 	}
 	wg.Wait()
 
-	resume()
+	server.Thaw()
 	deadline := time.Now().Add(30 * time.Second)
 	for name, call := range calls {
 		for {
@@ -111,29 +95,4 @@ func TestFrozenServerFailsEveryCallWithinTheTimeout(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-}
-
-// mariadbdPID finds the server's process by the port on its command line.
-func mariadbdPID(tb testing.TB, m *testenv.MariaDB) int {
-	tb.Helper()
-	port := m.Addr[strings.LastIndexByte(m.Addr, ':')+1:]
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(b), "\x00")
-		if !strings.HasSuffix(args[0], "mariadbd") {
-			continue
-		}
-		for _, a := range args {
-			if a == "--port="+port {
-				pid, _ := strconv.Atoi(filepath.Base(d))
-				return pid
-			}
-		}
-	}
-	tb.Fatalf("no mariadbd process listens on %s", m.Addr)
-	return 0
 }
