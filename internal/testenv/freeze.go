@@ -1,8 +1,13 @@
 package testenv
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Freezing a server (SIGSTOP) is the fault a stopped process cannot
@@ -66,4 +71,39 @@ func freeze(tb testing.TB, p *Proc, what string) {
 	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		tb.Fatalf("testenv: SIGSTOP %s (pid %d): %v", what, p.Pid(), err)
 	}
+	// The signal is delivered asynchronously, thread by thread; a thread
+	// busy on another CPU could still answer a request sent right after
+	// kill returned. Freeze returns once every thread is stopped.
+	deadline := time.Now().Add(5 * time.Second)
+	for !stopped(p.Pid()) {
+		if time.Now().After(deadline) {
+			tb.Fatalf("testenv: %s (pid %d) not stopped 5 s after SIGSTOP", what, p.Pid())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// stopped reports whether every thread of pid is in the stopped state
+// (T), by /proc. Without /proc it reports true: there is nothing to wait
+// on.
+func stopped(pid int) bool {
+	tasks, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
+	if err != nil {
+		return true
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", task.Name(), "stat"))
+		if err != nil {
+			continue // the thread just ended
+		}
+		// The state follows the parenthesised command name.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) {
+			continue
+		}
+		if st := b[i+2]; st != 'T' && st != 't' {
+			return false
+		}
+	}
+	return true
 }
