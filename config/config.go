@@ -35,6 +35,8 @@ const (
 	DefaultSweepInterval         = 15 * time.Second
 	DefaultStoreOpenTimeout      = 10 * time.Second
 	DefaultStoreIdleTimeout      = 30 * time.Second
+	DefaultObjectRetention       = 168 * time.Hour
+	DefaultAuditRetention        = 8760 * time.Hour
 
 	// EnvPrefix starts every environment variable name.
 	EnvPrefix = "GATEWAY_"
@@ -94,6 +96,14 @@ type Config struct {
 	SlotLease             time.Duration // GATEWAY_SLOT_LEASE
 	SweepInterval         time.Duration // GATEWAY_SWEEP_INTERVAL
 
+	// ObjectRetention is GATEWAY_OBJECT_RETENTION: how long a version the
+	// gateway stored is kept once every link pinning it is dead (SPEC §6);
+	// 0 keeps versions forever.
+	ObjectRetention time.Duration
+	// AuditRetention is GATEWAY_AUDIT_RETENTION: how long dead links, their
+	// grants and sessions are kept; 0 keeps them forever.
+	AuditRetention time.Duration
+
 	// PreviewAgents is GATEWAY_PREVIEW_AGENTS: a comma-separated list that
 	// replaces the built-in list of link-preview user agents; "none" means
 	// no agent (prefetch headers still count); empty keeps the built-in.
@@ -138,6 +148,8 @@ func Default() *Config {
 		SessionMaxConcurrency: DefaultSessionMaxConcurrency,
 		SlotLease:             DefaultSlotLease,
 		SweepInterval:         DefaultSweepInterval,
+		ObjectRetention:       DefaultObjectRetention,
+		AuditRetention:        DefaultAuditRetention,
 		StoreOpenTimeout:      DefaultStoreOpenTimeout,
 		StoreIdleTimeout:      DefaultStoreIdleTimeout,
 		PreviewDetails:        true,
@@ -378,6 +390,17 @@ func (c *Config) Validate() error {
 	} {
 		if d.d <= 0 {
 			return bad(d.name, "must be positive, got %v", d.d)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"OBJECT_RETENTION", c.ObjectRetention},
+		{"AUDIT_RETENTION", c.AuditRetention},
+	} {
+		if d.d < 0 {
+			return bad(d.name, "must be 0 (keep forever) or positive, got %v", d.d)
 		}
 	}
 	if c.SessionByteBudget < 0 {

@@ -44,6 +44,8 @@ type fileConfig struct {
 	SessionMaxConcurrency fileValue `yaml:"session_max_concurrency"`
 	SlotLease             fileValue `yaml:"slot_lease"`
 	SweepInterval         fileValue `yaml:"sweep_interval"`
+	ObjectRetention       fileValue `yaml:"object_retention"`
+	AuditRetention        fileValue `yaml:"audit_retention"`
 	PreviewAgents         fileValue `yaml:"preview_agents"`
 	PreviewDetails        fileValue `yaml:"preview_details"`
 	Auth                  fileValue `yaml:"auth"`

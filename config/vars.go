@@ -66,6 +66,8 @@ var vars = []variable{
 	{name: "JWT_ACCOUNT_CLAIM", arg: "CLAIM", usage: "claim that names the account", ptr: func(c *Config) any { return &c.JWTAccountClaim }},
 	{name: "JWT_LEEWAY", arg: "DURATION", usage: "clock skew allowed on exp and nbf", ptr: func(c *Config) any { return &c.JWTLeeway }},
 	{name: "SWEEP_INTERVAL", arg: "DURATION", usage: "how often expired slots and sessions are swept", ptr: func(c *Config) any { return &c.SweepInterval }},
+	{name: "OBJECT_RETENTION", arg: "DURATION", usage: "how long a version the gateway stored is kept once every link to it is dead; 0 keeps versions forever", ptr: func(c *Config) any { return &c.ObjectRetention }},
+	{name: "AUDIT_RETENTION", arg: "DURATION", usage: "how long dead links, their grants and sessions are kept; 0 keeps them forever", ptr: func(c *Config) any { return &c.AuditRetention }},
 }
 
 // set parses raw into the setting. The error omits the variable's name;
