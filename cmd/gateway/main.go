@@ -95,6 +95,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return (&migrateCommand{main: m}).Run(ctx, args)
 	case "links":
 		return (&linksCommand{main: m}).Run(ctx, args)
+	case "objects":
+		return (&objectsCommand{main: m}).Run(ctx, args)
 	case "version":
 		return (&versionCommand{main: m}).Run(ctx, args)
 	case "help", "-h", "-help", "--help":
@@ -109,11 +111,11 @@ func (m *Main) help(args []string) error {
 		fmt.Fprint(m.Stdout, mainUsage)
 		return nil
 	}
-	if len(args) > 1 && args[0] == "links" {
-		return m.Run(context.Background(), []string{"links", args[1], "-h"})
+	if len(args) > 1 && (args[0] == "links" || args[0] == "objects") {
+		return m.Run(context.Background(), []string{args[0], args[1], "-h"})
 	}
 	switch args[0] {
-	case "serve", "migrate", "links", "version":
+	case "serve", "migrate", "links", "objects", "version":
 		return m.Run(context.Background(), []string{args[0], "-h"})
 	}
 	return usagef("unknown help topic %q; run 'gateway help'", args[0])
@@ -130,6 +132,7 @@ Usage:
   gateway links grants ID [--json]
   gateway links revoke ID
   gateway links top-up ID N [--reason R]
+  gateway objects delete KEY --version V [--force]
   gateway version
 
 Run 'gateway help COMMAND' for a command's flags.

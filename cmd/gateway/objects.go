@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+)
+
+// objectsCommand administers the object versions the gateway stored,
+// through the admin API.
+type objectsCommand struct{ main *Main }
+
+// Run dispatches to delete.
+func (c *objectsCommand) Run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return usagef("objects: missing subcommand (delete); run 'gateway help objects'")
+	}
+	name, args := args[0], args[1:]
+	switch name {
+	case "delete":
+		return c.delete(ctx, args)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(c.main.Stdout, objectsUsage)
+		return nil
+	default:
+		return usagef("objects: unknown subcommand %q; run 'gateway help objects'", name)
+	}
+}
+
+const objectsUsage = `Usage:
+  gateway objects delete KEY --version V [--force] [--bucket B]
+
+Every objects command is a client of the admin API, found and authenticated
+like the links commands: --admin-url, else GATEWAY_ADMIN_URL, else
+http:// + GATEWAY_ADMIN_LISTEN; --admin-token, else GATEWAY_ADMIN_TOKEN, else
+$GATEWAY_DATA_DIR/admin-token.
+
+The gateway deletes only versions it stored itself (links create FILE, or
+PUT /v1/objects); the sweeper also deletes them GATEWAY_OBJECT_RETENTION
+after their last link died.
+
+Run 'gateway help objects SUBCOMMAND' for its flags.
+`
+
+func (c *objectsCommand) delete(ctx context.Context, args []string) error {
+	fs := newFlagSet("objects delete")
+	var admin adminFlags
+	admin.register(fs)
+	version := fs.String("version", "", "the `version` id to delete, as links show and uploads print it (required)")
+	force := fs.Bool("force", false, "revoke the live links and sessions that pin the version, then delete it")
+	bucket := fs.String("bucket", "", "`bucket` of the key (default: the gateway's)")
+	pos, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(c.main.Stdout, "Usage: gateway objects delete KEY --version V [--force] [--bucket B]\n\n"+
+			"Deletes one version the gateway stored. While a live link or transfer session\n"+
+			"pins it the gateway refuses (409), unless --force, which revokes them first.\n\nFlags:\n")
+		printFlags(c.main.Stdout, fs)
+		return nil
+	}
+	if err != nil {
+		return usagef("objects delete: %v", err)
+	}
+	if len(pos) != 1 {
+		return usagef("objects delete: want one KEY argument, got %d", len(pos))
+	}
+	if *version == "" {
+		return usagef("objects delete: --version is required: the gateway deletes one version at a time")
+	}
+	cl, err := admin.client(c.main.Env)
+	if err != nil {
+		return err
+	}
+	key := pos[0]
+	if err := cl.DeleteObject(ctx, *bucket, key, *version, *force); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.main.Stdout, "deleted %s version %s\n", key, *version)
+	return nil
+}
