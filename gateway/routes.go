@@ -54,6 +54,7 @@ func (s *Server) adminRoutes() []route {
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 		})},
 		{"readyz", "/readyz", getHead, open(s.handleReady)},
+		{"openapi", "/openapi.json", getHead, open(s.handleOpenAPI)},
 		{"pprof", "/debug/pprof/{profile:.*}", []string{http.MethodGet, http.MethodPost}, admin(s.handlePprof)},
 		{"metrics", "/metrics", []string{http.MethodGet}, promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})},
 	}
