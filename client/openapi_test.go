@@ -200,6 +200,23 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 			_, err := c.PutObject(ctx, "docs/hello.txt", strings.NewReader("hello"), 5, "text/plain")
 			return wantProblem(err, http.StatusBadRequest, "invalid-key")
 		}},
+		{"DeleteObject", "deleteObject", 0, func() error {
+			return c.DeleteObject(ctx, "", "dir/a b?#%.bin", "01a22fc7-6bf7-76f5-973d-13bcf4ddd9a7", true)
+		}},
+		{"DeleteObject", "deleteObject", 0, func() error {
+			return c.DeleteObject(ctx, "", "docs/hello.txt", "01a22fc7-6be3-7431-9a8f-7cd2c1c8523a", false)
+		}},
+		{"DeleteObject", "deleteObject", 0, func() error {
+			return c.DeleteObject(ctx, "local", "dir/a b?#%.bin", "3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY+MTRCxf3vjVBH40Nr8X8gdRQBpUMLUo", true)
+		}},
+		{"DeleteObject", "deleteObject", http.StatusNotFound, func() error {
+			err := c.DeleteObject(ctx, "", "docs/hello.txt", "01a22fc7-6be3-7431-9a8f-7cd2c1c8523a", false)
+			return wantProblem(err, http.StatusNotFound, "object-version-not-found")
+		}},
+		{"DeleteObject", "deleteObject", http.StatusConflict, func() error {
+			err := c.DeleteObject(ctx, "", "big.iso", "01a22fc7-6bf7-76f5-973d-13bcf4ddd9a7", false)
+			return wantProblem(err, http.StatusConflict, "object-pinned")
+		}},
 		{"CreateLink", "createLink", 0, func() error {
 			l, err := c.CreateLink(ctx, CreateLinkRequest{Object: ObjectRef{Key: "big.iso"}, Downloads: 3, ExpiresIn: 86400, IdempotencyKey: "order-1234"})
 			return want(err, l.ID != "" && l.URL != "" && len(l.Raw) > 0, l)
