@@ -37,6 +37,7 @@ const (
 	DefaultStoreIdleTimeout      = 30 * time.Second
 	DefaultObjectRetention       = 168 * time.Hour
 	DefaultAuditRetention        = 8760 * time.Hour
+	DefaultWebhookMaxAge         = 72 * time.Hour
 
 	// EnvPrefix starts every environment variable name.
 	EnvPrefix = "GATEWAY_"
@@ -104,6 +105,16 @@ type Config struct {
 	// grants and sessions are kept; 0 keeps them forever.
 	AuditRetention time.Duration
 
+	// WebhookURL is GATEWAY_WEBHOOK_URL, the receiver of webhook events
+	// (SPEC §6); empty turns webhooks off, and no event is written.
+	WebhookURL string
+	// WebhookSecret is GATEWAY_WEBHOOK_SECRET: "whsec_" and the base64 of
+	// 24 to 64 random bytes (WebhookKey decodes it); required with a URL.
+	WebhookSecret string
+	// WebhookMaxAge is GATEWAY_WEBHOOK_MAX_AGE: how long an event is
+	// retried before it is given up.
+	WebhookMaxAge time.Duration
+
 	// PreviewAgents is GATEWAY_PREVIEW_AGENTS: a comma-separated list that
 	// replaces the built-in list of link-preview user agents; "none" means
 	// no agent (prefetch headers still count); empty keeps the built-in.
@@ -150,6 +161,7 @@ func Default() *Config {
 		SweepInterval:         DefaultSweepInterval,
 		ObjectRetention:       DefaultObjectRetention,
 		AuditRetention:        DefaultAuditRetention,
+		WebhookMaxAge:         DefaultWebhookMaxAge,
 		StoreOpenTimeout:      DefaultStoreOpenTimeout,
 		StoreIdleTimeout:      DefaultStoreIdleTimeout,
 		PreviewDetails:        true,
@@ -387,6 +399,7 @@ func (c *Config) Validate() error {
 		{"SWEEP_INTERVAL", c.SweepInterval},
 		{"STORE_OPEN_TIMEOUT", c.StoreOpenTimeout},
 		{"STORE_IDLE_TIMEOUT", c.StoreIdleTimeout},
+		{"WEBHOOK_MAX_AGE", c.WebhookMaxAge},
 	} {
 		if d.d <= 0 {
 			return bad(d.name, "must be positive, got %v", d.d)
@@ -402,6 +415,9 @@ func (c *Config) Validate() error {
 		if d.d < 0 {
 			return bad(d.name, "must be 0 (keep forever) or positive, got %v", d.d)
 		}
+	}
+	if err := c.validateWebhook(bad); err != nil {
+		return err
 	}
 	if c.SessionByteBudget < 0 {
 		return bad("SESSION_BYTE_BUDGET", "must be 0 (automatic) or positive, got %d", c.SessionByteBudget)

@@ -46,6 +46,9 @@ type fileConfig struct {
 	SweepInterval         fileValue `yaml:"sweep_interval"`
 	ObjectRetention       fileValue `yaml:"object_retention"`
 	AuditRetention        fileValue `yaml:"audit_retention"`
+	WebhookURL            fileValue `yaml:"webhook_url"`
+	WebhookSecret         fileValue `yaml:"webhook_secret"`
+	WebhookMaxAge         fileValue `yaml:"webhook_max_age"`
 	PreviewAgents         fileValue `yaml:"preview_agents"`
 	PreviewDetails        fileValue `yaml:"preview_details"`
 	Auth                  fileValue `yaml:"auth"`

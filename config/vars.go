@@ -68,6 +68,9 @@ var vars = []variable{
 	{name: "SWEEP_INTERVAL", arg: "DURATION", usage: "how often expired slots and sessions are swept", ptr: func(c *Config) any { return &c.SweepInterval }},
 	{name: "OBJECT_RETENTION", arg: "DURATION", usage: "how long a version the gateway stored is kept once every link to it is dead; 0 keeps versions forever", ptr: func(c *Config) any { return &c.ObjectRetention }},
 	{name: "AUDIT_RETENTION", arg: "DURATION", usage: "how long dead links, their grants and sessions are kept; 0 keeps them forever", ptr: func(c *Config) any { return &c.AuditRetention }},
+	{name: "WEBHOOK_URL", arg: "URL", usage: "receiver of webhook events (link.created, grant.created, …); empty: no webhooks", ptr: func(c *Config) any { return &c.WebhookURL }},
+	{name: "WEBHOOK_SECRET", arg: "SECRET", usage: "Standard Webhooks signing secret, whsec_ and the base64 of 24 to 64 random bytes", secret: true, ptr: func(c *Config) any { return &c.WebhookSecret }},
+	{name: "WEBHOOK_MAX_AGE", arg: "DURATION", usage: "how long an undelivered webhook event is retried before it is given up", ptr: func(c *Config) any { return &c.WebhookMaxAge }},
 }
 
 // set parses raw into the setting. The error omits the variable's name;
