@@ -80,6 +80,11 @@ func newMetrics(version string) *metrics {
 	return m
 }
 
+// Registry is where the gateway's metrics live. Other parts of the process
+// (the webhook deliverer) register their collectors on it, so that
+// /metrics shows them too.
+func (s *Server) Registry() prometheus.Registerer { return s.metrics.reg }
+
 func (m *metrics) observe(route, method string, status int, d time.Duration, bytes int64) {
 	m.requests.WithLabelValues(route, methodLabel(method), strconv.Itoa(status)).Inc()
 	m.duration.WithLabelValues(route).Observe(d.Seconds())
