@@ -31,7 +31,10 @@ func (s *DB) Claim(ctx context.Context, req ledger.ClaimRequest) (*ledger.Grant,
 	now := s.now()
 	g := newGrant(req, now, "")
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		return s.claim(ctx, tx, g)
+		if err := s.claim(ctx, tx, g); err != nil {
+			return err
+		}
+		return s.enqueueClaim(ctx, tx, g, nil)
 	})
 	switch {
 	case errors.Is(err, errNoRow):
@@ -126,6 +129,9 @@ WHERE id = ? AND status = 'granted'`, now, grantID)
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE links SET remaining = remaining + 1
 WHERE id = (SELECT link_id FROM grants WHERE id = ?)`, grantID)
-		return err
+		if err != nil {
+			return err
+		}
+		return s.enqueueRefund(ctx, tx, grantID)
 	})
 }

@@ -114,8 +114,10 @@ SELECT ?, ?, id, ?, account_id, bucket, object_key, version_id, size, etag, cont
 				b.WriteString("(?, ?, NULL, ?)")
 				args = append(args, req.SessionID, i, s.t(time.Unix(0, 0)))
 			}
-			_, err = tx.ExecContext(ctx, b.String(), args...)
-			return err
+			if _, err = tx.ExecContext(ctx, b.String(), args...); err != nil {
+				return err
+			}
+			return s.enqueueClaim(ctx, tx, g, &req)
 		})
 		switch {
 		case err == nil:
