@@ -496,7 +496,7 @@ func TestWrongMethodAnswers405WithAllow(t *testing.T) {
 		{h.Admin.URL, http.MethodDelete, "/v1/links", "GET, POST"},
 		{h.Admin.URL, http.MethodDelete, "/v1/links/x/allowance", "GET, POST"},
 		{h.Admin.URL, http.MethodPost, "/v1/sessions/x", "DELETE"},
-		{h.Admin.URL, http.MethodGet, "/v1/objects/a/b.txt", "PUT"},
+		{h.Admin.URL, http.MethodGet, "/v1/objects/a/b.txt", "PUT, DELETE"},
 	}
 	for _, c := range cases {
 		resp, body := mustDo(t, http.DefaultClient, mustRequest(t, c.method, c.base+c.path))

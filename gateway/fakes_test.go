@@ -147,6 +147,36 @@ func (f *fakeLedger) Sweep(ctx context.Context, limit int) (ledger.SweepResult, 
 	return f.Ledger.Sweep(ctx, limit)
 }
 
+func (f *fakeLedger) RecordObject(ctx context.Context, o ledger.Object) error {
+	f.count("RecordObject")
+	return f.Ledger.RecordObject(ctx, o)
+}
+
+func (f *fakeLedger) StoredObject(ctx context.Context, bucket, key, versionID string) (*ledger.StoredObject, error) {
+	f.count("StoredObject")
+	return f.Ledger.StoredObject(ctx, bucket, key, versionID)
+}
+
+func (f *fakeLedger) BeginDeletion(ctx context.Context, bucket, key, versionID string, force bool) (*ledger.Deletion, error) {
+	f.count("BeginDeletion")
+	return f.Ledger.BeginDeletion(ctx, bucket, key, versionID, force)
+}
+
+func (f *fakeLedger) ClaimDeletions(ctx context.Context, retention time.Duration, limit int) ([]ledger.Deletion, error) {
+	f.count("ClaimDeletions")
+	return f.Ledger.ClaimDeletions(ctx, retention, limit)
+}
+
+func (f *fakeLedger) FinishDeletion(ctx context.Context, d ledger.Deletion, failure error) error {
+	f.count("FinishDeletion")
+	return f.Ledger.FinishDeletion(ctx, d, failure)
+}
+
+func (f *fakeLedger) PurgeLinks(ctx context.Context, retention time.Duration, limit int) (ledger.PurgeResult, error) {
+	f.count("PurgeLinks")
+	return f.Ledger.PurgeLinks(ctx, retention, limit)
+}
+
 func (f *fakeLedger) Ping(ctx context.Context) error {
 	f.count("Ping")
 	return f.Ledger.Ping(ctx)
@@ -157,14 +187,23 @@ func (f *fakeLedger) Ping(ctx context.Context) error {
 type fakeStore struct {
 	storage.Store
 
-	OpenFunc func(ctx context.Context, v storage.Version, offset, length int64) (io.ReadCloser, error)
-	PingFunc func(ctx context.Context) error
+	OpenFunc   func(ctx context.Context, v storage.Version, offset, length int64) (io.ReadCloser, error)
+	PingFunc   func(ctx context.Context) error
+	DeleteFunc func(ctx context.Context, v storage.Version) error
 }
 
 var (
-	_ storage.Store  = (*fakeStore)(nil)
-	_ storage.Pinger = (*fakeStore)(nil)
+	_ storage.Store   = (*fakeStore)(nil)
+	_ storage.Pinger  = (*fakeStore)(nil)
+	_ storage.Deleter = (*fakeStore)(nil)
 )
+
+func (f *fakeStore) Delete(ctx context.Context, v storage.Version) error {
+	if f.DeleteFunc != nil {
+		return f.DeleteFunc(ctx, v)
+	}
+	return f.Store.(storage.Deleter).Delete(ctx, v)
+}
 
 func (f *fakeStore) Open(ctx context.Context, v storage.Version, offset, length int64) (io.ReadCloser, error) {
 	if f.OpenFunc != nil {

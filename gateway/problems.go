@@ -80,6 +80,16 @@ var (
 		"The request took too long to arrive. Nothing was used up; try again."}
 )
 
+// The answers of object deletion (SPEC §6, gateway/admin_objects.go).
+var (
+	probVersionNotStored = problem{http.StatusNotFound, "object-version-not-found",
+		"No version the gateway stored has that key and version id", ""}
+	probObjectPinned  = problem{http.StatusConflict, "object-pinned", "A live link or session pins the object version", ""}
+	probObjectDeleted = problem{http.StatusConflict, "object-deleted",
+		"The object version is deleted or being deleted; no link can pin it", ""}
+	probDeleteUnsupported = problem{http.StatusNotImplemented, "delete-unsupported", "The object store cannot delete", ""}
+)
+
 // errorTable maps domain errors to answers, first match wins. Refusals
 // are not here: each route answers them with its own generic 404.
 var errorTable = []struct {
@@ -91,6 +101,8 @@ var errorTable = []struct {
 	{ledger.ErrNoSlot, probTooManyRequests},
 	{ledger.ErrConflict, probConflict},
 	{ledger.ErrRevoked, probLinkRevoked},
+	{ledger.ErrPinned, probObjectPinned},
+	{ledger.ErrObjectDeleted, probObjectDeleted},
 	{ledger.ErrInvalid, probBadRequest},
 	{ledger.ErrAmbiguous, probDatabaseUnavailable},
 	{ledger.ErrUnavailable, probDatabaseUnavailable},

@@ -50,6 +50,7 @@ func (s *Server) adminRoutes() []route {
 		{"admin_links_grants", "/v1/links/{id}/grants", []string{http.MethodGet}, admin(s.handleGrants)},
 		{"admin_sessions_revoke", "/v1/sessions/{id}", []string{http.MethodDelete}, admin(s.handleRevokeSession)},
 		{"admin_objects_put", "/v1/objects/{key:.+}", []string{http.MethodPut}, s.idleUpload(admin(s.handlePutObject))},
+		{"admin_objects_delete", "/v1/objects/{key:.+}", []string{http.MethodDelete}, admin(s.handleDeleteObject)},
 		{"healthz", "/healthz", getHead, open(func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 		})},

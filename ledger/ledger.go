@@ -65,6 +65,12 @@ var (
 	// ErrRevoked: the link is revoked, so it cannot be changed any more
 	// (adding allowance to it, for example).
 	ErrRevoked = errors.New("ledger: link revoked")
+	// ErrPinned: a live link or a live session pins the object version,
+	// so it cannot be deleted; errors.As a *PinnedError for the counts.
+	ErrPinned = errors.New("ledger: object version pinned by a live link")
+	// ErrObjectDeleted: the object version the gateway stored is deleted,
+	// or being deleted, so no new link can pin it.
+	ErrObjectDeleted = errors.New("ledger: object version deleted")
 )
 
 // RefusedError carries the precise reason of a refusal.
@@ -272,6 +278,11 @@ type Ledger interface {
 	// Sweep ends expired sessions and clears lapsed leases, at most limit
 	// of each. Safe to run in many processes at once.
 	Sweep(ctx context.Context, limit int) (SweepResult, error)
+
+	// Object lifecycle (SPEC §6): the versions the gateway stored, their
+	// deletion and retention. The ledger decides; the caller deletes from
+	// the store and reports back, so the ledger never calls the store.
+	ObjectLedger
 
 	// Ping checks the database is reachable.
 	Ping(ctx context.Context) error

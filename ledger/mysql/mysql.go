@@ -65,6 +65,9 @@ WHERE ended_at IS NULL AND (expires_at <= {now} OR revoked_at IS NOT NULL)
 ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED`,
 		ClearLapsedSQL: `UPDATE session_slots SET holder = NULL
 WHERE holder IS NOT NULL AND lease_until <= {now} LIMIT ?`,
+		LockRows:   " FOR UPDATE",
+		SkipLocked: " FOR UPDATE SKIP LOCKED",
+		SweepTx:    &sql.TxOptions{Isolation: sql.LevelReadCommitted},
 	}
 }
 

@@ -52,4 +52,17 @@ type Dialect struct {
 	// ClearLapsedSQL clears holders of leases lapsed at {now}, at most
 	// limit rows. Arguments: now, limit.
 	ClearLapsedSQL string
+
+	// LockRows ends a SELECT in a transaction that decides from the rows
+	// it reads, locking them until the transaction ends ("FOR UPDATE");
+	// SkipLocked also passes over rows another transaction holds, so that
+	// sweepers in several processes take disjoint batches. Both are empty
+	// on SQLite, whose transactions hold the write lock from BEGIN.
+	LockRows, SkipLocked string
+	// SweepTx are the options of a retention batch's transaction. MySQL
+	// runs them READ COMMITTED, so that their locking reads lock the rows
+	// they return and no gaps: another sweeper moving a row within the
+	// index, or an upload inserting one, never waits for the range a
+	// sweeper scanned. nil (SQLite) is the default.
+	SweepTx *sql.TxOptions
 }

@@ -1,0 +1,143 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/storage"
+)
+
+// storeDeleteTimeout bounds one store deletion. It answers in a round
+// trip or two; one that hangs is retried later, not waited for.
+const storeDeleteTimeout = 30 * time.Second
+
+// recordStored records v, just stored by PUT /v1/objects, in the ledger:
+// only recorded versions are ever deleted by the gateway (SPEC §6). When
+// the ledger cannot record it, the upload fails and the version is
+// deleted again at once, so that nothing stays in the store that no
+// retention would ever remove. It reports whether the upload may answer.
+func (s *Server) recordStored(w http.ResponseWriter, r *http.Request, v storage.Version) bool {
+	err := s.Ledger.RecordObject(r.Context(), ledger.Object{Bucket: v.Bucket, Key: v.Key, VersionID: v.VersionID,
+		Size: v.Size, ETag: v.ETag, ContentType: v.ContentType})
+	if err == nil {
+		return true
+	}
+	if d, ok := s.Store.(storage.Deleter); ok {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), storeDeleteTimeout)
+		defer cancel()
+		if derr := d.Delete(ctx, v); derr != nil {
+			s.log.ErrorContext(ctx, "unrecorded upload left in the store", "key", v.Key, "version_id", v.VersionID, "err", derr)
+		}
+	}
+	s.fail(w, r, err, probNotFound, "key", v.Key, "version_id", v.VersionID)
+	return false
+}
+
+// handleDeleteObject deletes one version the gateway stored (SPEC §6):
+// 404 for a version it did not store or already deleted, 409 while a live
+// link or session pins it (unless force=true, which revokes them first),
+// 204 once the store deleted it. The ledger decides and marks the version
+// deleting before the store is asked, so no link can pin it meanwhile; a
+// store failure answers 502/504 and leaves the deletion to the sweeper,
+// which retries it.
+func (s *Server) handleDeleteObject(w http.ResponseWriter, r *http.Request) {
+	key, err := url.PathUnescape(mux.Vars(r)["key"])
+	if err != nil || storage.ValidateKey(key) != nil {
+		writeProblem(w, r, probInvalidKey, "")
+		return
+	}
+	q := r.URL.Query()
+	vid := q.Get("version_id")
+	if vid == "" {
+		writeProblem(w, r, probBadRequest, "version_id is required: the gateway deletes one version at a time.")
+		return
+	}
+	force := false
+	if f := q.Get("force"); f != "" {
+		if force, err = strconv.ParseBool(f); err != nil {
+			writeProblem(w, r, probBadRequest, "force must be true or false.")
+			return
+		}
+	}
+	deleter, ok := s.Store.(storage.Deleter)
+	if !ok {
+		writeProblem(w, r, probDeleteUnsupported, "")
+		return
+	}
+	// The store names the bucket that "" stands for; the ledger records
+	// versions by their real bucket.
+	v, err := s.Store.Stat(r.Context(), storage.Ref{Bucket: q.Get("bucket"), Key: key, VersionID: vid})
+	if errors.Is(err, storage.ErrNotFound) {
+		s.log.InfoContext(r.Context(), "object deletion refused", "key", key, "version_id", vid, "reason", "not in the store")
+		writeProblem(w, r, probVersionNotStored, "")
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err, probVersionNotStored, "key", key, "version_id", vid)
+		return
+	}
+	d, err := s.Ledger.BeginDeletion(r.Context(), v.Bucket, v.Key, v.VersionID, force)
+	var pinned *ledger.PinnedError
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		s.log.InfoContext(r.Context(), "object deletion refused", "key", key, "version_id", vid, "reason", "not stored by the gateway")
+		writeProblem(w, r, probVersionNotStored, "")
+		return
+	case errors.As(err, &pinned):
+		s.log.InfoContext(r.Context(), "object deletion refused", "key", key, "version_id", vid, "reason", "pinned",
+			"live_links", pinned.Links, "live_sessions", pinned.Sessions)
+		writeProblem(w, r, probObjectPinned, fmt.Sprintf("%s and %s pin this version; revoke them first or pass force=true.",
+			count(pinned.Links, "live link"), count(pinned.Sessions, "live session")))
+		return
+	case err != nil:
+		s.fail(w, r, err, probVersionNotStored, "key", key, "version_id", vid)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), storeDeleteTimeout)
+	defer cancel()
+	if err := s.deleteVersion(ctx, deleter, *d); err != nil {
+		s.fail(w, r, err, probVersionNotStored, "key", key, "version_id", vid, "retry", "by the sweeper")
+		return
+	}
+	s.log.InfoContext(r.Context(), "object deleted", "key", v.Key, "version_id", v.VersionID, "forced", force)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// deleteVersion deletes d's version from the store and reports the outcome
+// to the ledger. A version the store no longer has, or an S3 "null"
+// version that another object replaced, is gone: that is success, not a
+// failure to retry.
+func (s *Server) deleteVersion(ctx context.Context, deleter storage.Deleter, d ledger.Deletion) error {
+	o := d.Object
+	err := deleter.Delete(ctx, storage.Version{Bucket: o.Bucket, Key: o.Key, VersionID: o.VersionID, Size: o.Size,
+		ETag: o.ETag, ContentType: o.ContentType})
+	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrChanged) {
+		s.log.InfoContext(ctx, "object version already gone from the store", "key", o.Key, "version_id", o.VersionID, "err", err)
+		err = nil
+	}
+	// The report outlives a canceled request: the store's answer is
+	// known and must not be lost.
+	if ferr := s.Ledger.FinishDeletion(context.WithoutCancel(ctx), d, err); ferr != nil {
+		if err == nil {
+			return ferr
+		}
+		s.log.WarnContext(ctx, "object deletion outcome not recorded", "key", o.Key, "version_id", o.VersionID, "err", ferr)
+	}
+	return err
+}
+
+// count writes "1 live link", "2 live links".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}

@@ -1,0 +1,128 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// ObjectState is where an object version the gateway stored stands.
+type ObjectState string
+
+const (
+	// ObjectStored: in the store; links may pin it.
+	ObjectStored ObjectState = "stored"
+	// ObjectDeleting: decided for deletion, no link may pin it any more;
+	// the store deletion is under way or waits for a retry.
+	ObjectDeleting ObjectState = "deleting"
+	// ObjectDeleted: gone from the store. The row stays as a tombstone
+	// until the audit retention purges it.
+	ObjectDeleted ObjectState = "deleted"
+)
+
+// Deletion timing. A deletion handed out by BeginDeletion or
+// ClaimDeletions is the caller's alone for DeletionLease; a caller that
+// dies before FinishDeletion loses it then, and another process takes it
+// up. A failed store deletion is tried again after a backoff that doubles
+// from DeletionRetryMin up to DeletionRetryMax.
+const (
+	DeletionLease    = 5 * time.Minute
+	DeletionRetryMin = 30 * time.Second
+	DeletionRetryMax = time.Hour
+)
+
+// DeletionBackoff returns how long to wait after the attempts-th failed
+// store deletion (1 for the first).
+func DeletionBackoff(attempts int) time.Duration {
+	d := DeletionRetryMin
+	for i := 1; i < attempts && d < DeletionRetryMax; i++ {
+		d *= 2
+	}
+	return min(d, DeletionRetryMax)
+}
+
+// StoredObject is an object version the gateway stored itself (PUT
+// /v1/objects). Only these are ever deleted by the gateway: it never
+// deletes objects it did not upload (SPEC §6).
+type StoredObject struct {
+	Object   // LastModified is not recorded
+	StoredAt time.Time
+	State    ObjectState
+	// Attempts counts failed store deletions.
+	Attempts  int
+	DeletedAt *time.Time
+}
+
+// Deletion is an object version marked deleting and handed to one caller
+// to delete from the store, which then reports with FinishDeletion.
+type Deletion struct {
+	Object Object
+	// Attempts counts the failed store deletions before this one.
+	Attempts int
+}
+
+// PinnedError says what keeps an object version from being deleted.
+type PinnedError struct {
+	Links    int // live links pinning the version
+	Sessions int // live sessions of any of its links
+}
+
+func (e *PinnedError) Error() string {
+	return fmt.Sprintf("ledger: object version pinned by %d live link(s) and %d live session(s)", e.Links, e.Sessions)
+}
+
+// Is makes errors.Is(err, ErrPinned) true for every PinnedError.
+func (e *PinnedError) Is(target error) bool { return target == ErrPinned }
+
+// PurgeResult counts what one PurgeLinks call deleted.
+type PurgeResult struct {
+	Links      int // with their grants, sessions, allowance changes and idempotency keys
+	Tombstones int // rows of deleted object versions
+}
+
+// ObjectLedger is the object lifecycle part of Ledger (SPEC §6). A link
+// is dead when it is revoked, expired, or exhausted with no live session;
+// a version is unreferenced when every link pinning it is dead and no
+// session of theirs is live. The ledger decides, and marks a version
+// deleting in the same transaction, before any store deletion; a link can
+// then no longer pin it, and the links that pinned it can never come back
+// to life (the exhausted ones are revoked, so no top-up revives them). It
+// never calls the store: callers delete what it hands out and report.
+type ObjectLedger interface {
+	// RecordObject records a version the gateway stored. Recording the
+	// same version again (an S3 bucket without versioning reuses version
+	// "null") makes it stored anew with o's size and ETag. Errors:
+	// ErrInvalid, ErrUnavailable.
+	RecordObject(ctx context.Context, o Object) error
+	// StoredObject returns the record of a version the gateway stored.
+	// Errors: ErrNotFound, ErrUnavailable.
+	StoredObject(ctx context.Context, bucket, key, versionID string) (*StoredObject, error)
+	// BeginDeletion marks a version the gateway stored deleting, when
+	// nothing live pins it, and hands it out for DeletionLease. With force
+	// the live links are revoked first (RevokeLink, which ends their
+	// sessions). A version already deleting is handed out again, so an
+	// operator can retry a failed deletion at once. Errors: ErrNotFound
+	// (the gateway did not store it, or it is deleted), ErrPinned (a
+	// *PinnedError), ErrUnavailable.
+	BeginDeletion(ctx context.Context, bucket, key, versionID string, force bool) (*Deletion, error)
+	// ClaimDeletions hands out at most limit versions to delete: versions
+	// unreferenced for at least retention (marked deleting in the same
+	// transaction; retention 0 keeps every version), and deletions whose
+	// failed attempt's backoff or lapsed lease has passed. Each is handed
+	// to one caller at a time, whichever process asks. Errors:
+	// ErrInvalid (negative retention, limit < 1), ErrUnavailable.
+	ClaimDeletions(ctx context.Context, retention time.Duration, limit int) ([]Deletion, error)
+	// FinishDeletion records the store's answer for d: failure nil means
+	// the version is gone (deleted now, or found missing), and the row
+	// becomes a tombstone; otherwise the failure is recorded and the
+	// deletion is handed out again after DeletionBackoff. Reporting on a
+	// deletion already finished is a no-op. Errors: ErrNotFound,
+	// ErrUnavailable.
+	FinishDeletion(ctx context.Context, d Deletion, failure error) error
+	// PurgeLinks deletes at most limit links dead for at least retention
+	// (revoked, or expired, with every session dead as long) with their
+	// grants, sessions, slots, allowance changes and idempotency keys,
+	// and tombstones of versions deleted as long ago. Retention 0 keeps
+	// everything. Errors: ErrInvalid, ErrUnavailable.
+	PurgeLinks(ctx context.Context, retention time.Duration, limit int) (PurgeResult, error)
+}

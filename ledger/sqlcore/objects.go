@@ -1,0 +1,308 @@
+package sqlcore
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dlgate/dlgate/ledger"
+)
+
+// The object lifecycle (SPEC §6): versions the gateway stored, and their
+// deletion. Retention, which finds the versions to delete, is in
+// retention.go; the rules of both are in docs/design.md ("Retention").
+
+// versionHash identifies a version: bucket, key and version id, joined by
+// NUL, which none of them can contain (storage.ValidateKey refuses it in
+// keys, bucket names are DNS-like, version ids come from the store).
+func versionHash(o ledger.Object) []byte {
+	h := sha256.Sum256([]byte(o.Bucket + "\x00" + o.Key + "\x00" + o.VersionID))
+	return h[:]
+}
+
+const objectColumns = `bucket, object_key, version_id, size, etag, content_type, stored_at,
+  state, attempts, deleted_at, check_at, linked_at, released_at`
+
+// objectRow is a row of objects with what retention needs beside the
+// ledger.StoredObject.
+type objectRow struct {
+	ledger.StoredObject
+	checkAt  time.Time
+	linkedAt time.Time // zero when never linked
+	released time.Time // zero when no link of it was purged
+}
+
+func scanObject(r rowScanner) (*objectRow, error) {
+	var (
+		o                                        objectRow
+		stored, deleted, check, linked, released timeCol
+		state                                    string
+	)
+	err := r.Scan(&o.Bucket, &o.Key, &o.VersionID, &o.Size, &o.ETag, &o.ContentType, &stored,
+		&state, &o.Attempts, &deleted, &check, &linked, &released)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ledger.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	o.State = ledger.ObjectState(state)
+	o.StoredAt, o.DeletedAt = stored.T, deleted.ptr()
+	o.checkAt, o.linkedAt, o.released = check.T, linked.T, released.T
+	return &o, nil
+}
+
+// RecordObject records a version the gateway stored, as stored. A version
+// recorded before (version "null" of a bucket without versioning, written
+// again) starts over with o's size and ETag, whatever its state was.
+// Errors: ErrInvalid, ErrUnavailable.
+func (s *DB) RecordObject(ctx context.Context, o ledger.Object) error {
+	if o.Key == "" || o.VersionID == "" || o.Size < 0 || len(o.Bucket) > 255 || len(o.ETag) > 255 || len(o.ContentType) > 255 {
+		return fmt.Errorf("%w: an object version needs a key, a version id and a size", ledger.ErrInvalid)
+	}
+	now := s.t(s.now())
+	h := versionHash(o)
+	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		// check_at = stored_at: retention looks at a new version at once
+		// and then schedules it (see ClaimDeletions).
+		_, err := tx.ExecContext(ctx, `INSERT INTO objects (version_hash, bucket, object_key, version_id, size, etag,
+  content_type, stored_at, state, check_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'stored', ?)`,
+			h, o.Bucket, o.Key, o.VersionID, o.Size, o.ETag, o.ContentType, now, now)
+		if err == nil || !s.d.IsDuplicate(err) {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE objects SET size = ?, etag = ?, content_type = ?, stored_at = ?,
+  state = 'stored', check_at = ?, decided_at = NULL, attempts = 0, last_error = NULL, deleted_at = NULL
+WHERE version_hash = ?`, o.Size, o.ETag, o.ContentType, now, now, h)
+		return err
+	})
+}
+
+// StoredObject returns the record of a version the gateway stored.
+// Errors: ErrNotFound, ErrUnavailable.
+func (s *DB) StoredObject(ctx context.Context, bucket, key, versionID string) (*ledger.StoredObject, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	o, err := scanObject(s.db.QueryRowContext(ctx, `SELECT `+objectColumns+` FROM objects WHERE version_hash = ?`,
+		versionHash(ledger.Object{Bucket: bucket, Key: key, VersionID: versionID})))
+	if err != nil {
+		return nil, s.classify(err)
+	}
+	return &o.StoredObject, nil
+}
+
+// pinStored refuses a new link to a version the gateway stored and has
+// decided to delete (ErrObjectDeleted), and stamps linked_at on one it
+// keeps. It runs in the link's transaction before the INSERT: its UPDATE
+// takes the version row's lock, so a deletion deciding at the same moment
+// either committed first (and the state says so here) or waits for this
+// transaction and then finds the new link. A version the gateway did not
+// store has no row and is not its business.
+func (s *DB) pinStored(ctx context.Context, tx *sql.Tx, o ledger.Object, now any) error {
+	h := versionHash(o)
+	res, err := tx.ExecContext(ctx, `UPDATE objects SET linked_at = ? WHERE version_hash = ? AND state = 'stored'`, now, h)
+	if err != nil {
+		return err
+	}
+	if n, err := affected(res); err != nil || n > 0 {
+		return err
+	}
+	var state string
+	err = tx.QueryRowContext(ctx, `SELECT state FROM objects WHERE version_hash = ?`, h).Scan(&state)
+	switch {
+	case isNoRows(err):
+		return nil
+	case err != nil:
+		return err
+	}
+	return fmt.Errorf("%w: %s@%s is %s", ledger.ErrObjectDeleted, o.Key, o.VersionID, state)
+}
+
+// BeginDeletion marks a version the gateway stored deleting when nothing
+// live pins it, in one transaction that first locks the version's row and
+// its links, and hands it out for ledger.DeletionLease. With force, the
+// links that are live or have a live session are revoked first, each by
+// RevokeLink (which ends its sessions); a link created meanwhile still
+// pins, so the check is made again, a few times. A version already
+// deleting is handed out again at once. Errors: ErrNotFound, ErrPinned,
+// ErrUnavailable.
+func (s *DB) BeginDeletion(ctx context.Context, bucket, key, versionID string, force bool) (*ledger.Deletion, error) {
+	o := ledger.Object{Bucket: bucket, Key: key, VersionID: versionID}
+	for attempt := 1; ; attempt++ {
+		if force {
+			ids, err := s.pinningLinks(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			for _, id := range ids {
+				if err := s.RevokeLink(ctx, id); err != nil && !errors.Is(err, ledger.ErrNotFound) {
+					return nil, err
+				}
+			}
+		}
+		d, err := s.beginDeletion(ctx, o)
+		if !force || !errors.Is(err, ledger.ErrPinned) || attempt == 3 {
+			return d, err
+		}
+	}
+}
+
+func (s *DB) beginDeletion(ctx context.Context, o ledger.Object) (*ledger.Deletion, error) {
+	stamp := s.now()
+	var out *ledger.Deletion
+	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		row, err := scanObject(tx.QueryRowContext(ctx, `SELECT `+objectColumns+` FROM objects
+WHERE version_hash = ?`+s.d.LockRows, versionHash(o)))
+		if err != nil {
+			return err
+		}
+		now, err := s.txNow(ctx, tx)
+		if err != nil {
+			return err
+		}
+		switch row.State {
+		case ledger.ObjectDeleted:
+			return ledger.ErrNotFound
+		case ledger.ObjectDeleting:
+			// Decided before: only the store deletion is left to do.
+			out = &ledger.Deletion{Object: row.Object, Attempts: row.Attempts}
+			return s.lease(ctx, tx, row, now)
+		}
+		p, err := s.pins(ctx, tx, row, now)
+		if err != nil {
+			return err
+		}
+		if p.liveLinks > 0 || p.liveSessions > 0 {
+			return &ledger.PinnedError{Links: p.liveLinks, Sessions: p.liveSessions}
+		}
+		if err := s.decide(ctx, tx, row, p, now, stamp); err != nil {
+			return err
+		}
+		out = &ledger.Deletion{Object: row.Object, Attempts: row.Attempts}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// pinningLinks returns the ids of the links that pin o and are live or
+// have a live session: what force revokes. A plain read; the deletion's
+// own transaction checks again under lock.
+func (s *DB) pinningLinks(ctx context.Context, o ledger.Object) ([]string, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id FROM links l
+WHERE object_key = ? AND bucket = ? AND version_id = ? AND revoked_at IS NULL
+  AND ((expires_at > {now} AND remaining > 0) OR EXISTS (SELECT 1 FROM sessions x
+    WHERE x.link_id = l.id AND x.revoked_at IS NULL AND x.ended_at IS NULL AND x.expires_at > {now}))`),
+		o.Key, o.Bucket, o.VersionID, s.dbNow(), s.dbNow())
+	if err != nil {
+		return nil, s.classify(err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, s.classify(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, s.classify(rows.Err())
+}
+
+// FinishDeletion records the store's answer for d. Only a row still
+// deleting changes, so a late report from a caller whose lease lapsed
+// cannot undo another's. Errors: ErrNotFound, ErrUnavailable.
+func (s *DB) FinishDeletion(ctx context.Context, d ledger.Deletion, failure error) error {
+	h := versionHash(d.Object)
+	stamp := s.t(s.now())
+	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var res sql.Result
+		var err error
+		if failure == nil {
+			// check_at keeps when the tombstone was made, by the clock
+			// the audit retention reads.
+			res, err = tx.ExecContext(ctx, s.q(`UPDATE objects SET state = 'deleted', deleted_at = ?, check_at = {now},
+  last_error = NULL WHERE version_hash = ? AND state = 'deleting'`), stamp, s.dbNow(), h)
+		} else {
+			retry := ledger.DeletionBackoff(d.Attempts + 1)
+			res, err = tx.ExecContext(ctx, s.q(`UPDATE objects SET attempts = attempts + 1, last_error = ?,
+  check_at = {now+} WHERE version_hash = ? AND state = 'deleting'`),
+				clip(failure.Error(), 1000), s.dbNow(), retry.Microseconds(), h)
+		}
+		if err != nil {
+			return err
+		}
+		if n, err := affected(res); err != nil || n > 0 {
+			return err
+		}
+		var one int
+		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM objects WHERE version_hash = ?`, h).Scan(&one); isNoRows(err) {
+			return ledger.ErrNotFound
+		} else if err != nil {
+			return err
+		}
+		// Finished already (another holder reported first), or stored
+		// anew by a PUT: nothing of this deletion is left to record.
+		return nil
+	})
+}
+
+// clip shortens s to at most n bytes without splitting a character.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// txNow reads the database's clock (or DBClock) inside tx, once, for a
+// decision the Go code makes from several rows: a retention verdict is
+// not one statement's WHERE clause, but it is still the database's clock
+// that judges it, never a process's.
+func (s *DB) txNow(ctx context.Context, tx *sql.Tx) (time.Time, error) {
+	var now timeCol
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT {now}`), s.dbNow()).Scan(&now); err != nil {
+		return time.Time{}, err
+	}
+	return now.T, nil
+}
+
+// lease hands row out until now + ledger.DeletionLease.
+func (s *DB) lease(ctx context.Context, tx *sql.Tx, row *objectRow, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `UPDATE objects SET check_at = ? WHERE version_hash = ?`,
+		s.t(capTime(now.Add(ledger.DeletionLease))), versionHash(row.Object))
+	return err
+}
+
+// capTime keeps a computed time within what every backend stores.
+func capTime(t time.Time) time.Time {
+	if t.After(storableMax) {
+		return storableMax
+	}
+	return t
+}
+
+// inList is "(?, ?, …)" with n placeholders.
+func inList(n int) string {
+	return "(" + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + ")"
+}
+
+func anys(ids []string) []any {
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		out[i] = id
+	}
+	return out
+}

@@ -1,0 +1,455 @@
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/dlgate/dlgate/ledger"
+)
+
+// Retention (SPEC §6): which stored versions to delete, and which dead
+// links to purge. Both run in bounded batches from any number of
+// processes; on MySQL each batch locks its rows with SKIP LOCKED, so two
+// sweepers take disjoint rows, and on SQLite the write lock taken at
+// BEGIN runs one batch at a time. docs/design.md ("Retention") has the
+// rules.
+
+// pinState is what pins one version at the instant now.
+type pinState struct {
+	liveLinks    int // not revoked, not expired, downloads remaining
+	liveSessions int // not revoked, not ended, not expired
+	// freeSince is when the last reference died: the version's upload,
+	// the latest death of a link or session that pins or pinned it. It
+	// means something only when nothing is live.
+	freeSince time.Time
+	// exhausted are dead links that could come back to life: neither
+	// revoked nor expired, only out of downloads, which a top-up or a
+	// refund gives back. Deleting the version revokes them.
+	exhausted []string
+}
+
+// pins reads the links that pin row's version and their sessions, and
+// judges them at now (the database's clock). A link dies when revoked
+// (revoked_at), when it expires (expires_at), or when its last download
+// is claimed (its latest grant) with no session left alive; a session
+// dies at the first of its expiry, revocation and end.
+//
+// The caller holds row's lock, which every new link of the version needs
+// first (pinStored), so no link appears behind this read. The links it
+// reads are not locked (a range lock on the key index would make
+// sweepers of neighbouring keys deadlock): what was dead stays dead,
+// except an exhausted link that a top-up or refund revives, and those
+// are exactly the ones decide revokes, by id, whatever they became.
+func (s *DB) pins(ctx context.Context, tx *sql.Tx, row *objectRow, now time.Time) (pinState, error) {
+	p := pinState{freeSince: latest(row.StoredAt, row.linkedAt, row.released)}
+	const version = ` l.object_key = ? AND l.bucket = ? AND l.version_id = ?`
+	args := []any{row.Key, row.Bucket, row.VersionID}
+	rows, err := tx.QueryContext(ctx, `SELECT l.id, l.remaining, l.expires_at, l.revoked_at FROM links l
+WHERE`+version, args...)
+	if err != nil {
+		return p, err
+	}
+	type link struct {
+		id               string
+		remaining        int
+		expires, revoked timeCol
+	}
+	var links []link
+	spent := false
+	for rows.Next() {
+		var l link
+		if err := rows.Scan(&l.id, &l.remaining, &l.expires, &l.revoked); err != nil {
+			rows.Close()
+			return p, err
+		}
+		links = append(links, l)
+		spent = spent || l.remaining <= 0
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(links) == 0 {
+		return p, err
+	}
+	// A link without downloads left has been so since its latest grant:
+	// only a claim takes remaining to 0, and a top-up or refund since
+	// would have left it above 0.
+	lastGrant := map[string]time.Time{}
+	if spent {
+		rows, err := tx.QueryContext(ctx, `SELECT g.link_id, MAX(g.created_at) FROM grants g JOIN links l ON l.id = g.link_id
+WHERE`+version+` AND l.remaining <= 0 GROUP BY g.link_id`, args...)
+		if err != nil {
+			return p, err
+		}
+		for rows.Next() {
+			var (
+				id   string
+				last timeCol
+			)
+			if err := rows.Scan(&id, &last); err != nil {
+				rows.Close()
+				return p, err
+			}
+			lastGrant[id] = last.T
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return p, err
+		}
+	}
+	for _, l := range links {
+		// Dead since the first of the deaths that apply.
+		var died time.Time
+		dead := false
+		die := func(at time.Time) {
+			if !dead || at.Before(died) {
+				died, dead = at, true
+			}
+		}
+		if l.revoked.Valid {
+			die(l.revoked.T)
+		}
+		if !l.expires.T.After(now) {
+			die(l.expires.T)
+		}
+		if l.remaining <= 0 {
+			die(lastGrant[l.id]) // zero, "long ago", if it never had a grant
+			if !l.revoked.Valid && l.expires.T.After(now) {
+				p.exhausted = append(p.exhausted, l.id)
+			}
+		}
+		if !dead {
+			p.liveLinks++
+			continue
+		}
+		p.freeSince = latest(p.freeSince, died)
+	}
+	// No session comes back to life, and a new one needs a claim, which
+	// needs a live link: one seen live here, or an exhausted one revived
+	// since, which decide revokes and so takes its sessions down too.
+	rows, err = tx.QueryContext(ctx, `SELECT x.expires_at, x.revoked_at, x.ended_at FROM sessions x
+JOIN links l ON l.id = x.link_id WHERE`+version, args...)
+	if err != nil {
+		return p, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var expires, revoked, ended timeCol
+		if err := rows.Scan(&expires, &revoked, &ended); err != nil {
+			return p, err
+		}
+		if !revoked.Valid && !ended.Valid && expires.T.After(now) {
+			p.liveSessions++
+			continue
+		}
+		died := expires.T
+		if revoked.Valid {
+			died = earliest(died, revoked.T)
+		}
+		if ended.Valid {
+			died = earliest(died, ended.T)
+		}
+		p.freeSince = latest(p.freeSince, died)
+	}
+	return p, rows.Err()
+}
+
+// decide marks row deleting, handed out until now + DeletionLease, and
+// revokes its exhausted links at stamp so that no top-up or refund brings
+// one back to life pointing at a version that is going. The caller has
+// checked that nothing live pins it.
+func (s *DB) decide(ctx context.Context, tx *sql.Tx, row *objectRow, p pinState, now, stamp time.Time) error {
+	if len(p.exhausted) > 0 {
+		_, err := tx.ExecContext(ctx, `UPDATE links SET revoked_at = ? WHERE revoked_at IS NULL AND id IN `+inList(len(p.exhausted)),
+			append([]any{s.t(stamp)}, anys(p.exhausted)...)...)
+		if err != nil {
+			return err
+		}
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE objects SET state = 'deleting', decided_at = ?, check_at = ? WHERE version_hash = ?`,
+		s.t(stamp), s.t(capTime(now.Add(ledger.DeletionLease))), versionHash(row.Object))
+	return err
+}
+
+// ClaimDeletions hands out at most limit deletions: first the decided
+// ones that are due again (a failed attempt's backoff is over, or the
+// lease of a holder that never reported lapsed), then versions whose
+// retention is due. A stored version that is not due yet is looked at
+// again when it may first be: freeSince + retention when nothing pins it,
+// now + retention when something does (nothing live dies before now).
+// Errors: ErrInvalid, ErrUnavailable.
+func (s *DB) ClaimDeletions(ctx context.Context, retention time.Duration, limit int) ([]ledger.Deletion, error) {
+	if retention < 0 || limit < 1 {
+		return nil, fmt.Errorf("%w: retention must not be negative and limit must be at least 1", ledger.ErrInvalid)
+	}
+	stamp := s.now()
+	var out []ledger.Deletion
+	err := s.inTxWith(ctx, s.d.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
+		out = nil
+		now, err := s.txNow(ctx, tx)
+		if err != nil {
+			return err
+		}
+		again, err := s.dueObjects(ctx, tx, ledger.ObjectDeleting, now, limit)
+		if err != nil {
+			return err
+		}
+		for _, row := range again {
+			if err := s.lease(ctx, tx, row, now); err != nil {
+				return err
+			}
+			out = append(out, ledger.Deletion{Object: row.Object, Attempts: row.Attempts})
+		}
+		if retention == 0 || len(out) == limit {
+			return nil
+		}
+		due, err := s.dueObjects(ctx, tx, ledger.ObjectStored, now, limit-len(out))
+		if err != nil {
+			return err
+		}
+		for _, row := range due {
+			p, err := s.pins(ctx, tx, row, now)
+			if err != nil {
+				return err
+			}
+			next := now.Add(retention)
+			if p.liveLinks == 0 && p.liveSessions == 0 {
+				if next = p.freeSince.Add(retention); !now.Before(next) {
+					if err := s.decide(ctx, tx, row, p, now, stamp); err != nil {
+						return err
+					}
+					out = append(out, ledger.Deletion{Object: row.Object, Attempts: row.Attempts})
+					continue
+				}
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE objects SET check_at = ? WHERE version_hash = ?`,
+				s.t(capTime(next)), versionHash(row.Object)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// dueObjects locks at most limit rows in state whose check_at has come,
+// oldest first, passing over rows another sweeper holds.
+func (s *DB) dueObjects(ctx context.Context, tx *sql.Tx, state ledger.ObjectState, now time.Time, limit int) ([]*objectRow, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT `+objectColumns+` FROM objects
+WHERE state = ? AND check_at <= ? ORDER BY check_at LIMIT ?`+s.d.SkipLocked, string(state), s.t(now), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*objectRow
+	for rows.Next() {
+		row, err := scanObject(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, row)
+	}
+	return out, rows.Err()
+}
+
+// deadLink is a link the purge may delete, with when it died.
+type deadLink struct {
+	id   string
+	obj  ledger.Object
+	died time.Time
+}
+
+// PurgeLinks deletes at most limit links dead for retention and the rows
+// that hang off them, then at most limit tombstones as old. A link counts
+// from its revocation or expiry, whichever came first, and waits for the
+// last of its sessions to be dead as long; one that is only exhausted
+// waits until it is revoked (deleting its version revokes it) or expires.
+// When a purged link pinned a version the gateway stored, that version's
+// released_at keeps the link's death, so retention still counts from it.
+// Errors: ErrInvalid, ErrUnavailable.
+func (s *DB) PurgeLinks(ctx context.Context, retention time.Duration, limit int) (ledger.PurgeResult, error) {
+	if retention < 0 || limit < 1 {
+		return ledger.PurgeResult{}, fmt.Errorf("%w: retention must not be negative and limit must be at least 1", ledger.ErrInvalid)
+	}
+	var out ledger.PurgeResult
+	if retention == 0 {
+		return out, nil
+	}
+	err := s.inTxWith(ctx, s.d.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
+		out = ledger.PurgeResult{}
+		now, err := s.txNow(ctx, tx)
+		if err != nil {
+			return err
+		}
+		cutoff := now.Add(-retention)
+		dead, err := s.deadLinks(ctx, tx, cutoff, limit)
+		if err != nil {
+			return err
+		}
+		if err := s.purge(ctx, tx, dead); err != nil {
+			return err
+		}
+		out.Links = len(dead)
+		n, err := s.purgeTombstones(ctx, tx, cutoff, limit)
+		out.Tombstones = n
+		return err
+	})
+	return out, err
+}
+
+// deadLinks locks at most limit links revoked or expired at or before
+// cutoff whose sessions all died at or before it too.
+func (s *DB) deadLinks(ctx context.Context, tx *sql.Tx, cutoff time.Time, limit int) ([]deadLink, error) {
+	seen := map[string]bool{}
+	var cands []deadLink
+	for _, col := range []string{"revoked_at", "expires_at"} {
+		rows, err := tx.QueryContext(ctx, `SELECT id, bucket, object_key, version_id, expires_at, revoked_at FROM links
+WHERE `+col+` <= ? ORDER BY `+col+` LIMIT ?`+s.d.SkipLocked, s.t(cutoff), limit)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var (
+				d                deadLink
+				expires, revoked timeCol
+			)
+			if err := rows.Scan(&d.id, &d.obj.Bucket, &d.obj.Key, &d.obj.VersionID, &expires, &revoked); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			d.died = expires.T
+			if revoked.Valid {
+				d.died = earliest(d.died, revoked.T)
+			}
+			if !seen[d.id] && len(cands) < limit {
+				seen[d.id] = true
+				cands = append(cands, d)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(cands))
+	for i, d := range cands {
+		ids[i] = d.id
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT link_id, expires_at, revoked_at, ended_at FROM sessions WHERE link_id IN `+inList(len(ids)), anys(ids)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	sessionDied := map[string]time.Time{}
+	for rows.Next() {
+		var (
+			id                      string
+			expires, revoked, ended timeCol
+		)
+		if err := rows.Scan(&id, &expires, &revoked, &ended); err != nil {
+			return nil, err
+		}
+		died := expires.T
+		if revoked.Valid {
+			died = earliest(died, revoked.T)
+		}
+		if ended.Valid {
+			died = earliest(died, ended.T)
+		}
+		sessionDied[id] = latest(sessionDied[id], died)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	dead := cands[:0]
+	for _, d := range cands {
+		if t, ok := sessionDied[d.id]; ok {
+			if t.After(cutoff) {
+				continue // a session lived on after the link; its turn comes later
+			}
+			d.died = latest(d.died, t)
+		}
+		dead = append(dead, d)
+	}
+	return dead, nil
+}
+
+// purge deletes the links in dead with everything that names them,
+// children first, after carrying their deaths over to the versions the
+// gateway stored.
+func (s *DB) purge(ctx context.Context, tx *sql.Tx, dead []deadLink) error {
+	if len(dead) == 0 {
+		return nil
+	}
+	ids := make([]string, len(dead))
+	for i, d := range dead {
+		ids[i] = d.id
+		died := s.t(d.died)
+		if _, err := tx.ExecContext(ctx, `UPDATE objects SET released_at = ?
+WHERE version_hash = ? AND (released_at IS NULL OR released_at < ?)`, died, versionHash(d.obj), died); err != nil {
+			return err
+		}
+	}
+	in, args := inList(len(ids)), anys(ids)
+	for _, q := range []string{
+		`DELETE FROM session_slots WHERE session_id IN (SELECT id FROM sessions WHERE link_id IN ` + in + `)`,
+		`DELETE FROM session_idempotency WHERE link_id IN ` + in,
+		`DELETE FROM sessions WHERE link_id IN ` + in,
+		`DELETE FROM grants WHERE link_id IN ` + in,
+		`DELETE FROM allowance_changes WHERE link_id IN ` + in,
+		`DELETE FROM links WHERE id IN ` + in,
+	} {
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// purgeTombstones deletes at most limit rows of versions deleted at or
+// before cutoff (their check_at is when the tombstone was made).
+func (s *DB) purgeTombstones(ctx context.Context, tx *sql.Tx, cutoff time.Time, limit int) (int, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT version_hash FROM objects
+WHERE state = 'deleted' AND check_at <= ? ORDER BY check_at LIMIT ?`+s.d.SkipLocked, s.t(cutoff), limit)
+	if err != nil {
+		return 0, err
+	}
+	var hashes []any
+	for rows.Next() {
+		var h []byte
+		if err := rows.Scan(&h); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		hashes = append(hashes, h)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(hashes) == 0 {
+		return 0, err
+	}
+	_, err = tx.ExecContext(ctx, `DELETE FROM objects WHERE version_hash IN `+inList(len(hashes)), hashes...)
+	return len(hashes), err
+}
+
+func latest(ts ...time.Time) time.Time {
+	var out time.Time
+	for _, t := range ts {
+		if t.After(out) {
+			out = t
+		}
+	}
+	return out
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
