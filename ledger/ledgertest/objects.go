@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -544,4 +545,52 @@ func wantEachOnce(t *testing.T, counts map[string]int, due []ledger.Object, kept
 	if len(counts) != len(due) {
 		t.Errorf("%d versions handed out, want %d", len(counts), len(due))
 	}
+}
+
+// exerciseObjectEvents checks the webhook events of the object lifecycle:
+// object.deleted in the transaction that records the deletion, and
+// link.revoked for each used-up link its deletion revokes.
+func exerciseObjectEvents(t *testing.T, newLedger NewOutboxLedger) {
+	t.Run("DeletingAVersionAnnouncesItAndTheLinksItRevokes", func(t *testing.T) {
+		t.Parallel()
+		c := NewClock()
+		e := &env{l: newLedger(t, c.Now, true), clock: c, ctx: t.Context()}
+		o := e.l.(ledger.Outbox)
+		obj := e.mustRecord(t, "announced")
+		l := e.linkTo(t, obj, 1, func(l *ledger.Link) { l.ExpiresAt = c.Now().Add(100 * retention) })
+		if _, err := e.claim(l, ""); err != nil {
+			t.Fatal(err)
+		}
+		drain(t, e, o)
+		e.clock.Add(retention)
+		d, ok := e.claimDeletions(t)[obj.VersionID]
+		if !ok {
+			t.Fatal("retention did not hand the version out")
+		}
+		if err := e.l.FinishDeletion(e.ctx, d, errors.New("store down")); err != nil {
+			t.Fatal(err)
+		}
+		got := drain(t, e, o)
+		if types := eventTypes(got); !slices.Equal(types, []string{ledger.EventLinkRevoked}) || got[0].LinkID != l.ID {
+			t.Fatalf("events of the decision = %s, want the used-up link's link.revoked", describe(got))
+		}
+		e.clock.Add(ledger.DeletionBackoff(1))
+		e.wantDeletions(t, "after the backoff", obj)
+		got = drain(t, e, o)
+		if types := eventTypes(got); !slices.Equal(types, []string{ledger.EventObjectDeleted}) || got[0].LinkID != "" {
+			t.Fatalf("events of the deletion = %s, want one object.deleted about no link", describe(got))
+		}
+		ev := decodeEvents(t, got)[0]
+		if x := ev.Data.Object; x == nil || x.Bucket != obj.Bucket || x.Key != obj.Key || x.VersionID != obj.VersionID ||
+			x.Size != obj.Size || x.ETag != obj.ETag || !ev.Timestamp.Equal(e.clock.Now()) {
+			t.Fatalf("object.deleted = %+v (object %+v), want version %+v at %v", ev, ev.Data.Object, obj, e.clock.Now())
+		}
+		// A late second report changes nothing and announces nothing.
+		if err := e.l.FinishDeletion(e.ctx, d, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := drain(t, e, o); len(got) != 0 {
+			t.Fatalf("a repeated report wrote %s", describe(got))
+		}
+	})
 }

@@ -357,6 +357,7 @@ func ExerciseOutbox(t *testing.T, newLedger NewOutboxLedger) {
 			t.Fatalf("after the purge %d events are due, want the pending one", len(got))
 		}
 	})
+	t.Run("Objects", func(t *testing.T) { exerciseObjectEvents(t, newLedger) })
 }
 
 // MustSessionFor mints a session of l (budget 1000, 2 slots) for account.

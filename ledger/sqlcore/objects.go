@@ -220,10 +220,12 @@ WHERE object_key = ? AND bucket = ? AND version_id = ? AND revoked_at IS NULL
 
 // FinishDeletion records the store's answer for d. Only a row still
 // deleting changes, so a late report from a caller whose lease lapsed
-// cannot undo another's. Errors: ErrNotFound, ErrUnavailable.
+// cannot undo another's; the deletion that makes the tombstone writes the
+// object.deleted webhook event in its transaction. Errors: ErrNotFound,
+// ErrUnavailable.
 func (s *DB) FinishDeletion(ctx context.Context, d ledger.Deletion, failure error) error {
 	h := versionHash(d.Object)
-	stamp := s.t(s.now())
+	now := s.now()
 	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var res sql.Result
 		var err error
@@ -231,7 +233,13 @@ func (s *DB) FinishDeletion(ctx context.Context, d ledger.Deletion, failure erro
 			// check_at keeps when the tombstone was made, by the clock
 			// the audit retention reads.
 			res, err = tx.ExecContext(ctx, s.q(`UPDATE objects SET state = 'deleted', deleted_at = ?, check_at = {now},
-  last_error = NULL WHERE version_hash = ? AND state = 'deleting'`), stamp, s.dbNow(), h)
+  last_error = NULL WHERE version_hash = ? AND state = 'deleting'`), s.t(now), s.dbNow(), h)
+			if n, aerr := affected(res); err == nil && aerr == nil && n > 0 {
+				o := d.Object
+				return s.enqueue(ctx, tx, ledger.Event{Type: ledger.EventObjectDeleted, Timestamp: now, Data: ledger.EventData{
+					Object: &ledger.EventObject{Bucket: o.Bucket, Key: o.Key, VersionID: o.VersionID, Size: o.Size,
+						ETag: o.ETag, ContentType: o.ContentType}}})
+			}
 		} else {
 			retry := ledger.DeletionBackoff(d.Attempts + 1)
 			res, err = tx.ExecContext(ctx, s.q(`UPDATE objects SET attempts = attempts + 1, last_error = ?,

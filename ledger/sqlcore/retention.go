@@ -156,14 +156,21 @@ JOIN links l ON l.id = x.link_id WHERE`+version, args...)
 
 // decide marks row deleting, handed out until now + DeletionLease, and
 // revokes its exhausted links at stamp so that no top-up or refund brings
-// one back to life pointing at a version that is going. The caller has
-// checked that nothing live pins it.
+// one back to life pointing at a version that is going (each announced by
+// its link.revoked webhook event). The caller has checked that nothing
+// live pins it.
 func (s *DB) decide(ctx context.Context, tx *sql.Tx, row *objectRow, p pinState, now, stamp time.Time) error {
-	if len(p.exhausted) > 0 {
-		_, err := tx.ExecContext(ctx, `UPDATE links SET revoked_at = ? WHERE revoked_at IS NULL AND id IN `+inList(len(p.exhausted)),
-			append([]any{s.t(stamp)}, anys(p.exhausted)...)...)
+	for _, id := range p.exhausted {
+		res, err := tx.ExecContext(ctx, `UPDATE links SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, s.t(stamp), id)
 		if err != nil {
 			return err
+		}
+		if n, err := affected(res); err != nil {
+			return err
+		} else if n > 0 {
+			if err := s.enqueueRevoked(ctx, tx, id); err != nil {
+				return err
+			}
 		}
 	}
 	_, err := tx.ExecContext(ctx, `UPDATE objects SET state = 'deleting', decided_at = ?, check_at = ? WHERE version_hash = ?`,
