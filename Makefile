@@ -14,7 +14,7 @@ TESTPATH = PATH="$(CURDIR)/bin:$$PATH"
 # `make test` keep using that Go. RELEASE_GO_TOOLCHAIN=local builds with it.
 RELEASE_GO_TOOLCHAIN ?= go1.27.3
 
-.PHONY: all build test deps lint bench vulncheck clean distclean
+.PHONY: all build test test-race deps lint bench vulncheck clean distclean
 
 all: build
 
@@ -26,6 +26,13 @@ deps:
 
 test: deps
 	$(TESTPATH) $(GO) test -count=1 -timeout 20m $(PKGS)
+
+# RACE_PKGS are the packages whose tests run goroutines against shared
+# state (claims, slots, budgets, caches, key refresh, delivery workers).
+RACE_PKGS ?= ./gateway/ ./ledger/... ./auth/ ./token/ ./sessions/ ./preview/ $(wildcard ./webhook/)
+
+test-race: deps
+	$(TESTPATH) $(GO) test -race -count=1 -timeout 20m $(RACE_PKGS)
 
 lint:
 	@unformatted="$$(gofmt -l .)"; \
@@ -44,6 +51,23 @@ vulncheck:
 
 bench:
 	$(TESTPATH) $(GO) test -count=1 -run '^$$' -bench . -benchmem -benchtime 200ms -timeout 20m $(PKGS)
+
+# bench-compare: the table of issue 8, side by side in one run (the gateway
+# against nginx, a direct GET from versitygw and a plain Go loop of the
+# claim's statements), on private MariaDB, versitygw and nginx; installs
+# nginx as root when missing (MariaDB and versitygw come from `make deps`).
+# QUICK=1 for a short run. See scripts/bench-compare.sh.
+.PHONY: bench-compare
+bench-compare:
+	GO=$(GO) scripts/bench-compare.sh
+
+# soak: SOAK_DURATION (default 10m) of mixed load on three gateways,
+# MariaDB and versitygw with a fault every SOAK_FAULT_EVERY (default 1m),
+# then the consistency check and a memory/fd report. Not part of test or
+# CI. See scripts/soak.sh.
+.PHONY: soak
+soak: deps
+	GO=$(GO) scripts/soak.sh
 
 # clean keeps bin/versitygw, bin/govulncheck, the vulnerability database
 # bin/vulndb and the MariaDB template cache, which take minutes to rebuild;

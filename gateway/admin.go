@@ -281,6 +281,8 @@ func (s *Server) handleRevokeLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.InfoContext(r.Context(), "link revoked", "link_id", id)
+	// Its sessions die at once on this process; elsewhere within WarmRowTTL.
+	s.warm.forget(func(e *warmSession) bool { return e.linkID == id })
 	s.showLink(w, r, http.StatusOK)
 }
 
@@ -360,6 +362,7 @@ func (s *Server) handleRevokeSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.InfoContext(r.Context(), "session revoked", "session_id", id)
+	s.warm.forget(func(e *warmSession) bool { return e.id == id })
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -385,6 +388,9 @@ func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.fail(w, r, err, probNotFound)
+		return
+	}
+	if !s.recordStored(w, r, v) {
 		return
 	}
 	s.log.InfoContext(r.Context(), "object stored", "key", v.Key, "version_id", v.VersionID, "bytes", v.Size)

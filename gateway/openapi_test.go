@@ -650,6 +650,12 @@ func TestOpenAPIRealExchangesValidate(t *testing.T) {
 	x.do(t, call{method: "DELETE", path: "/v1/objects/big.iso?force=maybe&version_id=" + url.QueryEscape(l.Object.VersionID), want: http.StatusBadRequest, docRefuses: true})
 	ok("DELETE", "/v1/objects/a%5Cb?version_id=x", "", http.StatusBadRequest)
 	ok("DELETE", "/v1/objects/big.iso?force=true&bucket=local&version_id="+url.QueryEscape(l.Object.VersionID), "", http.StatusNoContent)
+	// A version being deleted cannot be pinned by a new link.
+	doomed := mustJSON[objectJSON](t, x.doPut(t, "/v1/objects/doomed.bin", "bye", "", http.StatusCreated))
+	if _, err := h.DB.BeginDeletion(context.Background(), doomed.Bucket, doomed.Key, doomed.VersionID, false); err != nil {
+		t.Fatal(err)
+	}
+	ok("POST", "/v1/links", `{"object":{"key":"doomed.bin"},"downloads":1,"expires_in":60}`, http.StatusConflict)
 
 	// Without the token: every secured operation is a documented 401.
 	for _, o := range docOps(x.doc) {

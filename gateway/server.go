@@ -63,6 +63,13 @@ type Options struct {
 	// ReadyTimeout is the deadline of each of /readyz's checks (default
 	// 3 s).
 	ReadyTimeout time.Duration
+	// ObjectRetention is how long a version the gateway stored is kept
+	// once every link pinning it is dead (GATEWAY_OBJECT_RETENTION); 0
+	// keeps versions forever.
+	ObjectRetention time.Duration
+	// AuditRetention is how long dead links, their grants and sessions
+	// are kept (GATEWAY_AUDIT_RETENTION); 0 keeps them forever.
+	AuditRetention time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// SecretPrevious are older secrets whose tokens are still accepted,
@@ -80,6 +87,13 @@ type Options struct {
 	ClientAddr func(*http.Request) netip.Addr
 	// Version labels gateway_build_info.
 	Version string
+	// WarmIdle, WarmRowTTL and WarmBudget tune warm sessions (warm.go):
+	// how long a process keeps an idle session's slots and budget, how
+	// stale its copy of the session row may be (the delay of a revocation
+	// made on another process), and how much drawn budget it keeps.
+	WarmIdle   time.Duration
+	WarmRowTTL time.Duration
+	WarmBudget int64
 }
 
 // Server serves the public and admin routes.
@@ -88,6 +102,7 @@ type Server struct {
 	log      *slog.Logger
 	metrics  *metrics
 	keys     *token.Keys
+	warm     *warmSessions
 	draining atomic.Bool
 }
 
@@ -136,12 +151,23 @@ func New(opts Options) (*Server, error) {
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = 3 * time.Second
 	}
+	if opts.WarmIdle <= 0 {
+		opts.WarmIdle = DefaultWarmIdle
+	}
+	if opts.WarmRowTTL <= 0 {
+		opts.WarmRowTTL = DefaultWarmRowTTL
+	}
+	if opts.WarmBudget <= 0 {
+		opts.WarmBudget = DefaultWarmBudget
+	}
 	if opts.ClientAddr == nil {
 		opts.ClientAddr = func(r *http.Request) netip.Addr { return auth.ClientAddr(r, nil) }
 	}
 	log := slog.New(contextHandler{opts.Logger.Handler()})
-	return &Server{Options: opts, log: log, metrics: newMetrics(opts.Version),
-		keys: token.NewKeys(opts.Secret, opts.SecretPrevious...)}, nil
+	srv := &Server{Options: opts, log: log, metrics: newMetrics(opts.Version),
+		keys: token.NewKeys(opts.Secret, opts.SecretPrevious...)}
+	srv.warm = newWarmSessions(srv)
+	return srv, nil
 }
 
 // handleReady checks the database and the store at once, each under its
@@ -177,8 +203,9 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, checks)
 }
 
-// RunSweeper ends expired sessions and clears lapsed leases every
-// interval until ctx ends. Every process runs one; they do not collide.
+// RunSweeper ends expired sessions, clears lapsed leases and applies the
+// retention (gateway/retention.go) every interval until ctx ends. Every
+// process runs one; they do not collide.
 func (s *Server) RunSweeper(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -197,6 +224,7 @@ func (s *Server) RunSweeper(ctx context.Context, interval time.Duration) {
 				break
 			}
 		}
+		s.Retain(ctx)
 		select {
 		case <-ctx.Done():
 			return

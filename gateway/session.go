@@ -6,9 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/pages"
@@ -29,7 +26,7 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		s.refuseCredential(w, r, err)
 		return
 	}
-	x, err := s.Ledger.SessionByTokenHash(r.Context(), token.Hash(tok))
+	x, err := s.warm.session(r.Context(), token.Hash(tok))
 	if err != nil {
 		s.fail(w, r, err, probSessionUnavailable)
 		return
@@ -102,35 +99,35 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 // serveRanges holds a concurrency slot and streams the planned ranges,
 // drawing byte budget chunk by chunk and returning what it did not send.
 func (s *Server) serveRanges(w http.ResponseWriter, r *http.Request, x *ledger.Session, ranges []sessions.Range, mp *sessions.Multipart, status int, attrs []any) {
-	holder := uuid.Must(uuid.NewV7()).String()
-	if err := s.Ledger.AcquireSlot(r.Context(), x.ID, holder, s.SlotLease); err != nil {
+	// The slot and the budget come from this process's warm copy of the
+	// session when an earlier request left them (warm.go), else from the
+	// database; whatever is left goes back to the warm copy at the end.
+	lease, kept, err := s.warm.begin(r.Context(), x)
+	if err != nil {
 		if errors.Is(err, ledger.ErrNoSlot) {
 			w.Header().Set("Retry-After", "1")
 		}
 		s.fail(w, r, err, probSessionUnavailable, attrs...)
 		return
 	}
-	detached := context.WithoutCancel(r.Context())
-	defer func() {
-		if err := s.Ledger.ReleaseSlot(detached, x.ID, holder); err != nil {
-			s.log.WarnContext(r.Context(), "slot release failed; the lease will lapse", append(attrs, "err", err)...)
-		}
-	}()
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	go s.renewLease(ctx, cancel, x.ID, holder)
-
-	tap := &budgetTap{s: s, ctx: ctx, sessionID: x.ID}
+	go func() {
+		// A lease lost to another process (after a stall longer than the
+		// lease) stops the response: that process may stream on the slot.
+		select {
+		case <-lease.lost:
+			cancel(errLeaseLost)
+		case <-ctx.Done():
+		}
+	}()
+	// Draw ahead at most a sixteenth of the budget: what one process keeps
+	// warm must never starve the session's other requests.
+	tap := &budgetTap{s: s, ctx: ctx, sessionID: x.ID, have: kept, ahead: min(s.WarmBudget, s.Chunk, x.ByteBudget/16)}
 	for _, rg := range ranges {
 		tap.left += rg.Length
 	}
-	defer func() {
-		if tap.have > 0 {
-			if err := s.Ledger.ReturnBytes(detached, x.ID, tap.have); err != nil {
-				s.log.WarnContext(r.Context(), "budget return failed", append(attrs, "bytes", tap.have, "err", err)...)
-			}
-		}
-	}()
+	defer func() { s.warm.end(x.ID, lease, tap.have) }()
 	if tap.left > 0 {
 		// Draw before the status line: when nothing at all can be sent the
 		// answer is still a clean 403 (or 404 for a session that died).
@@ -194,29 +191,6 @@ func (s *Server) serveRanges(w http.ResponseWriter, r *http.Request, x *ledger.S
 
 var errLeaseLost = errors.New("gateway: concurrency slot lease lost")
 
-// renewLease keeps the slot leased while the response streams; a lease
-// that cannot be renewed stops the response, since another request may
-// already hold the slot.
-func (s *Server) renewLease(ctx context.Context, cancel context.CancelCauseFunc, sessionID, holder string) {
-	t := time.NewTicker(s.SlotLease / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			err := s.Ledger.RenewSlot(ctx, sessionID, holder, s.SlotLease)
-			if errors.Is(err, ledger.ErrNotFound) {
-				cancel(errLeaseLost)
-				return
-			}
-			if err != nil && ctx.Err() == nil {
-				s.log.WarnContext(ctx, "lease renewal failed; retrying", "session_id", sessionID, "err", err)
-			}
-		}
-	}
-}
-
 // budgetTap draws the session's byte budget in chunks as bytes go out.
 // have is drawn but not yet sent; left is what this response still has
 // to send, so a draw never asks for more than the response can use.
@@ -227,13 +201,24 @@ type budgetTap struct {
 	have      int64
 	left      int64
 	sent      int64
+	ahead     int64 // the least to draw at a time (warm sessions)
 }
 
 func (b *budgetTap) ensure() error {
 	if b.have > 0 {
 		return nil
 	}
-	got, err := b.s.Ledger.DrawBytes(b.ctx, b.sessionID, sessions.NextChunk(b.left, b.s.Chunk))
+	// At least `ahead`, so that a run of small ranges draws once for
+	// many; what this response does not send stays warm for the next one.
+	want := max(sessions.NextChunk(b.left, b.s.Chunk), b.ahead)
+	got, err := b.s.Ledger.DrawBytes(b.ctx, b.sessionID, want)
+	if errors.Is(err, ledger.ErrBudgetExhausted) {
+		// The rest may be drawn already, warm for this process's next
+		// request of the session: a request running alongside uses it.
+		if got = b.s.warm.takeBudget(b.sessionID); got > 0 {
+			err = nil
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -249,7 +249,14 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 
 		// A body that never finishes is refused before anything is claimed.
 		BodyTimeout: cfg.BodyTimeout,
+
+		// What the sweeper deletes, and when (SPEC §6).
+		ObjectRetention: cfg.ObjectRetention, AuditRetention: cfg.AuditRetention,
 	})
+	if err != nil {
+		return err
+	}
+	hooks, err := newWebhooks(cfg, db, srv.Registry(), log)
 	if err != nil {
 		return err
 	}
@@ -285,6 +292,7 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSweep()
 	go srv.RunSweeper(sweepCtx, cfg.SweepInterval)
+	hooksDone := runWebhooks(sweepCtx, hooks)
 
 	errc := make(chan error, 2)
 	go func() { errc <- public.Serve(pub) }()
@@ -310,6 +318,10 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		admin.Close()
 	}
 	stopSweep()
+	<-hooksDone // before the database closes
+	// Slots and budget kept warm for idle sessions go back now, not when
+	// their lease lapses.
+	srv.Flush()
 	log.Info("stopped")
 	return nil
 }

@@ -42,6 +42,9 @@ type DB struct {
 	// DefaultTimeout). A call past it fails with ErrUnavailable, or
 	// ErrAmbiguous when it was COMMIT that ran out of time.
 	Timeout time.Duration
+	// Webhooks makes each change write its webhook event to the outbox in
+	// its own transaction (GATEWAY_WEBHOOK_URL is set; see outbox.go).
+	Webhooks bool
 
 	stmts sync.Map // statement template -> the dialect's text
 }
@@ -137,11 +140,16 @@ func (e *commitError) Unwrap() error { return e.err }
 // back (ErrUnavailable), one during COMMIT is ErrAmbiguous like any
 // failed COMMIT.
 func (s *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	return s.inTxWith(ctx, nil, fn)
+}
+
+// inTxWith is inTx with the transaction's options (its isolation level).
+func (s *DB) inTxWith(ctx context.Context, opts *sql.TxOptions, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout())
 	defer cancel()
 	var err error
 	for attempt := 1; ; attempt++ {
-		err = s.tryTx(ctx, fn)
+		err = s.tryTx(ctx, opts, fn)
 		if err == nil {
 			return nil
 		}
@@ -164,8 +172,8 @@ func (s *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) 
 	return s.classify(err)
 }
 
-func (s *DB) tryTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+func (s *DB) tryTx(ctx context.Context, opts *sql.TxOptions, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -204,7 +212,8 @@ func (s *DB) classify(err error) error {
 		errors.Is(err, ledger.ErrNoSlot), errors.Is(err, ledger.ErrBudgetExhausted),
 		errors.Is(err, ledger.ErrConflict), errors.Is(err, ledger.ErrAmbiguous),
 		errors.Is(err, ledger.ErrUnavailable), errors.Is(err, ledger.ErrInvalid),
-		errors.Is(err, ledger.ErrRevoked), errors.Is(err, errDuplicate):
+		errors.Is(err, ledger.ErrRevoked), errors.Is(err, errDuplicate),
+		errors.Is(err, ledger.ErrPinned), errors.Is(err, ledger.ErrObjectDeleted):
 		return err
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
 		s.d.IsUnavailable(err), s.d.IsRetryable(err):

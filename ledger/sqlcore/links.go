@@ -45,7 +45,8 @@ func scanLink(r rowScanner) (*ledger.Link, error) {
 
 // CreateLink inserts l. A link with the same idempotency key is returned
 // instead (created=false) when it names the same object, allowance,
-// delivery and account; otherwise ErrConflict.
+// delivery and account; otherwise ErrConflict. A version the gateway
+// stored and is deleting cannot be pinned: ErrObjectDeleted.
 func (s *DB) CreateLink(ctx context.Context, l *ledger.Link) (*ledger.Link, bool, error) {
 	if err := l.Validate(); err != nil {
 		return nil, false, err
@@ -67,13 +68,23 @@ func (s *DB) CreateLink(ctx context.Context, l *ledger.Link) (*ledger.Link, bool
 	if !in.Object.LastModified.IsZero() {
 		lastMod = s.t(in.Object.LastModified)
 	}
-	_, err := s.exec(ctx, `INSERT INTO links (`+linkColumns+`)
+	// One transaction, so that link.created exists exactly when the link does.
+	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := s.pinStored(ctx, tx, in.Object, s.t(in.CreatedAt)); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO links (`+linkColumns+`)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?)`,
-		in.ID, in.TokenHash, in.Object.Bucket, in.Object.Key, in.Object.VersionID, in.Object.Size,
-		in.Object.ETag, in.Object.ContentType, lastMod, in.Filename, orNull(in.AccountID),
-		in.Allowance, in.Remaining, s.t(in.ExpiresAt), s.t(in.CreatedAt), in.Delivery, in.Confirm,
-		in.Session.TTL.Milliseconds(), in.Session.ByteBudget, in.Session.MaxConcurrency,
-		orNull(in.IdempotencyKey))
+			in.ID, in.TokenHash, in.Object.Bucket, in.Object.Key, in.Object.VersionID, in.Object.Size,
+			in.Object.ETag, in.Object.ContentType, lastMod, in.Filename, orNull(in.AccountID),
+			in.Allowance, in.Remaining, s.t(in.ExpiresAt), s.t(in.CreatedAt), in.Delivery, in.Confirm,
+			in.Session.TTL.Milliseconds(), in.Session.ByteBudget, in.Session.MaxConcurrency,
+			orNull(in.IdempotencyKey))
+		if err != nil {
+			return err
+		}
+		return s.enqueue(ctx, tx, linkEvent(ledger.EventLinkCreated, &in, in.CreatedAt))
+	})
 	if err == nil {
 		return &in, true, nil
 	}
@@ -162,6 +173,8 @@ func (s *DB) RevokeLink(ctx context.Context, id string) error {
 			} else if err != nil {
 				return err
 			}
+		} else if err := s.enqueueRevoked(ctx, tx, id); err != nil {
+			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = ? WHERE link_id = ? AND revoked_at IS NULL`, now, id)
 		return err

@@ -1,0 +1,283 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dlgate/dlgate/ledger"
+)
+
+// Warm sessions: what a process keeps of a transfer session between two
+// of its requests, so that a download manager making back-to-back range
+// requests costs almost no database statements (docs/design.md, "Warm
+// sessions"). For WarmIdle after its last request ends, a process keeps
+//
+//   - the session row, for at most WarmRowTTL after it was read: a
+//     revocation made on another process takes effect here within that
+//     time (one made through this process's admin API at once);
+//   - its concurrency slots, still leased in the database and renewed, so
+//     the cap stays exact across processes: an idle slot kept here is a
+//     slot no other process can take;
+//   - the byte budget it drew but did not send, at most WarmBudget, so a
+//     crash loses no more than the one chunk it always could.
+//
+// Then it releases the slots and returns the budget.
+
+// Defaults of the warm-session knobs (Options.WarmIdle, …).
+const (
+	DefaultWarmIdle   = time.Second
+	DefaultWarmRowTTL = time.Second
+	DefaultWarmBudget = 1 << 20
+)
+
+type warmSessions struct {
+	s  *Server
+	mu sync.Mutex
+	// byID holds every warm session; byHash finds one from a URL's token.
+	byID   map[string]*warmSession
+	byHash map[string]*warmSession
+}
+
+type warmSession struct {
+	id, linkID, hash string
+	row              *ledger.Session
+	rowAt            time.Time // monotonic: when row was read
+	idle             []*slotLease
+	budget           int64 // drawn, unsent, free for the next request
+	busy             int   // requests of this process using it now
+	timer            *time.Timer
+}
+
+// slotLease is one concurrency slot this process holds, renewed in the
+// background until it is released. lost is closed when a renewal finds
+// the lease gone (another process reclaimed it after a stall).
+type slotLease struct {
+	sessionID, holder string
+	lost              chan struct{}
+	stop              context.CancelFunc
+}
+
+func newWarmSessions(s *Server) *warmSessions {
+	return &warmSessions{s: s, byID: map[string]*warmSession{}, byHash: map[string]*warmSession{}}
+}
+
+// session returns the session row for a token hash: the warm copy while
+// it is fresh, otherwise a read from the ledger (which refreshes it).
+func (w *warmSessions) session(ctx context.Context, hash []byte) (*ledger.Session, error) {
+	w.mu.Lock()
+	if e := w.byHash[string(hash)]; e != nil && time.Since(e.rowAt) < w.s.WarmRowTTL {
+		x := e.row
+		w.mu.Unlock()
+		return x, nil
+	}
+	w.mu.Unlock()
+	x, err := w.s.Ledger.SessionByTokenHash(ctx, hash)
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	e := w.byID[x.ID]
+	if e != nil {
+		e.row, e.rowAt = x, time.Now()
+	}
+	w.mu.Unlock()
+	if e != nil && x.Refusal(w.s.now()) != "" {
+		// It died elsewhere: let go of what this process held for it.
+		w.forget(func(e *warmSession) bool { return e.id == x.ID })
+	}
+	return x, nil
+}
+
+// begin starts a request of x: it takes an idle slot this process holds
+// or leases a new one, and the budget kept from earlier requests.
+func (w *warmSessions) begin(ctx context.Context, x *ledger.Session) (*slotLease, int64, error) {
+	w.mu.Lock()
+	e := w.byID[x.ID]
+	if e == nil {
+		e = &warmSession{id: x.ID, linkID: x.LinkID, hash: string(x.TokenHash), row: x, rowAt: time.Now()}
+		w.byID[x.ID] = e
+		w.byHash[e.hash] = e
+	}
+	e.busy++
+	if e.timer != nil {
+		e.timer.Stop()
+		e.timer = nil
+	}
+	budget := e.budget
+	e.budget = 0
+	var l *slotLease
+	for len(e.idle) > 0 && l == nil {
+		l = e.idle[len(e.idle)-1]
+		e.idle = e.idle[:len(e.idle)-1]
+		select {
+		case <-l.lost:
+			l.stop()
+			l = nil // reclaimed by another process: try the next one
+		default:
+		}
+	}
+	w.mu.Unlock()
+	if l != nil {
+		return l, budget, nil
+	}
+	l, err := w.lease(ctx, x.ID)
+	if err != nil {
+		w.end(x.ID, nil, budget)
+		return nil, 0, err
+	}
+	return l, budget, nil
+}
+
+// takeBudget hands the budget kept warm for a session to a request that
+// found the database's share spent.
+func (w *warmSessions) takeBudget(sessionID string) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.byID[sessionID]
+	if e == nil {
+		return 0
+	}
+	b := e.budget
+	e.budget = 0
+	return b
+}
+
+// end finishes a request: the slot (unless lost) and the unsent budget up
+// to WarmBudget stay for the session's next request; the rest of the
+// budget goes back at once.
+func (w *warmSessions) end(sessionID string, l *slotLease, unsent int64) {
+	w.mu.Lock()
+	e := w.byID[sessionID]
+	if e == nil {
+		w.mu.Unlock()
+		w.release([]*slotLease{l}, sessionID, unsent)
+		return
+	}
+	if l != nil {
+		select {
+		case <-l.lost:
+			l.stop()
+		default:
+			e.idle = append(e.idle, l)
+		}
+	}
+	e.budget += unsent
+	var give int64
+	if e.budget > w.s.WarmBudget {
+		give, e.budget = e.budget-w.s.WarmBudget, w.s.WarmBudget
+	}
+	e.busy--
+	if e.busy == 0 {
+		e.timer = time.AfterFunc(w.s.WarmIdle, func() { w.cool(e) })
+	}
+	w.mu.Unlock()
+	w.release(nil, sessionID, give)
+}
+
+// cool lets go of a session nobody used for WarmIdle.
+func (w *warmSessions) cool(e *warmSession) {
+	w.mu.Lock()
+	if e.busy > 0 || w.byID[e.id] != e {
+		w.mu.Unlock()
+		return
+	}
+	w.drop(e)
+	slots, budget := e.idle, e.budget
+	e.idle, e.budget = nil, 0
+	w.mu.Unlock()
+	w.release(slots, e.id, budget)
+}
+
+// forget drops every warm session that match selects, releasing what it
+// held: revocations through this process take effect here at once.
+func (w *warmSessions) forget(match func(*warmSession) bool) {
+	type held struct {
+		id     string
+		slots  []*slotLease
+		budget int64
+	}
+	var all []held
+	w.mu.Lock()
+	for _, e := range w.byID {
+		if !match(e) {
+			continue
+		}
+		w.drop(e)
+		if e.timer != nil {
+			e.timer.Stop()
+		}
+		all = append(all, held{e.id, e.idle, e.budget})
+		e.idle, e.budget = nil, 0
+	}
+	w.mu.Unlock()
+	for _, h := range all {
+		w.release(h.slots, h.id, h.budget)
+	}
+}
+
+// Flush releases every slot and returns every byte this process keeps for
+// idle sessions; serve calls it once the listeners drained.
+func (s *Server) Flush() { s.warm.forget(func(*warmSession) bool { return true }) }
+
+func (w *warmSessions) drop(e *warmSession) {
+	delete(w.byID, e.id)
+	if w.byHash[e.hash] == e {
+		delete(w.byHash, e.hash)
+	}
+}
+
+// release gives slots and budget back to the database. It runs detached
+// from any request: a client that left must not leave a slot behind.
+func (w *warmSessions) release(slots []*slotLease, sessionID string, budget int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, l := range slots {
+		if l == nil {
+			continue
+		}
+		l.stop()
+		if err := w.s.Ledger.ReleaseSlot(ctx, l.sessionID, l.holder); err != nil {
+			w.s.log.WarnContext(ctx, "slot release failed; the lease will lapse", "session_id", l.sessionID, "err", err)
+		}
+	}
+	if budget > 0 {
+		if err := w.s.Ledger.ReturnBytes(ctx, sessionID, budget); err != nil {
+			w.s.log.WarnContext(ctx, "budget return failed", "session_id", sessionID, "bytes", budget, "err", err)
+		}
+	}
+}
+
+// lease takes a slot in the database and keeps renewing it every lease/3
+// until it is released; a renewal that finds the lease gone closes lost.
+func (w *warmSessions) lease(ctx context.Context, sessionID string) (*slotLease, error) {
+	holder := uuid.Must(uuid.NewV7()).String()
+	if err := w.s.Ledger.AcquireSlot(ctx, sessionID, holder, w.s.SlotLease); err != nil {
+		return nil, err
+	}
+	rctx, stop := context.WithCancel(context.Background())
+	l := &slotLease{sessionID: sessionID, holder: holder, lost: make(chan struct{}), stop: stop}
+	go func() {
+		t := time.NewTicker(w.s.SlotLease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case <-t.C:
+				err := w.s.Ledger.RenewSlot(rctx, sessionID, holder, w.s.SlotLease)
+				if errors.Is(err, ledger.ErrNotFound) {
+					close(l.lost)
+					return
+				}
+				if err != nil && rctx.Err() == nil {
+					w.s.log.WarnContext(rctx, "lease renewal failed; retrying", "session_id", sessionID, "err", err)
+				}
+			}
+		}
+	}()
+	return l, nil
+}
