@@ -10,7 +10,10 @@ import (
 )
 
 // bufSize is the pooled copy buffer: memory per download is constant
-// whatever the object size.
+// whatever the object size. It is also the most a peek reads before the
+// status line. A copy through it reads and writes 64 KiB at a time; the
+// paths that matter for speed do not copy at all (sendfile from the fs
+// store, splice from an S3 connection: copyN).
 const bufSize = 64 << 10
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
@@ -75,9 +78,12 @@ func (s *Server) copyBody(w http.ResponseWriter, body io.Reader, first []byte, n
 }
 
 // copyN copies exactly n bytes of src to w in slices, renewing the write
-// deadline per slice. When src is a file (storage.Filer) each slice goes
-// through an *io.LimitedReader over the *os.File, which net/http hands to
-// the kernel's sendfile.
+// deadline per slice. The bytes pass through the process only when they
+// must: when src is a file (storage.Filer) each slice goes through an
+// *io.LimitedReader over the *os.File, which net/http hands to the
+// kernel's sendfile; when src arrives on a connection it can hand over
+// (connSource: S3 over plain HTTP), the kernel splices it from socket to
+// socket. Anything else is read into a pooled buffer and written.
 func (s *Server) copyN(w http.ResponseWriter, rc *http.ResponseController, src io.Reader, n int64) (int64, error) {
 	if f, ok := src.(storage.Filer); ok {
 		src = f.File()
@@ -93,19 +99,21 @@ func (s *Server) copyN(w http.ResponseWriter, rc *http.ResponseController, src i
 	}()
 	for done < n {
 		step := min(n-done, writeSlice)
-		rc.SetWriteDeadline(time.Now().Add(s.WriteTimeout)) //nolint:errcheck // see copyBody
-		lr := &io.LimitedReader{R: src, N: step}
+		deadline := time.Now().Add(s.WriteTimeout)
+		rc.SetWriteDeadline(deadline) //nolint:errcheck // see copyBody
 		var (
 			k   int64
 			err error
 		)
 		if _, isFile := src.(interface{ Fd() uintptr }); isFile {
-			k, err = io.Copy(w, lr) // w's ReadFrom → sendfile
+			k, err = io.Copy(w, &io.LimitedReader{R: src, N: step}) // w's ReadFrom → sendfile
+		} else if sp := spliceSourceOf(src); sp.src != nil {
+			k, err = sp.writeN(w, step, deadline)
 		} else {
 			if buf == nil {
 				buf = getBuf()
 			}
-			k, err = io.CopyBuffer(writerOnly{w}, lr, buf)
+			k, err = io.CopyBuffer(writerOnly{w}, &io.LimitedReader{R: src, N: step}, buf)
 		}
 		done += k
 		if err != nil {
@@ -121,6 +129,70 @@ func (s *Server) copyN(w http.ResponseWriter, rc *http.ResponseController, src i
 // writerOnly hides w's ReadFrom so io.CopyBuffer uses our pooled buffer
 // instead of allocating one per call.
 type writerOnly struct{ io.Writer }
+
+// connSource is a store body that can move its bytes to the response
+// itself, without reading them into the process: an S3 body over plain
+// HTTP (storage/s3), whose WriteNTo hands its connection to the
+// response's ReadFrom, so that the kernel splices the bytes from the
+// store's socket to the client's. SetReadDeadline bounds each wait on the
+// store; a passed one fails WriteNTo with an error wrapping
+// os.ErrDeadlineExceeded, and the copy can go on once it is moved.
+type connSource interface {
+	WriteNTo(w io.Writer, n int64) (int64, error)
+	SetReadDeadline(t time.Time) error
+}
+
+// spliced is a connSource found inside the gateway's wrappers of a body
+// (spliceSourceOf): the watch whose idle timeout bounds it, and the bytes
+// a peek took out of it before the status line, still to be written.
+type spliced struct {
+	src    connSource
+	watch  *storeWatch
+	prefix *prefixed
+}
+
+// spliceSourceOf finds the connSource in src, or returns a zero spliced.
+func spliceSourceOf(src io.Reader) spliced {
+	var sp spliced
+	for {
+		switch r := src.(type) {
+		case *prefixed:
+			sp.prefix = r
+			src = r.ReadCloser
+		case *idleReader:
+			sp.watch = r.w
+			src = r.body
+		case connSource:
+			sp.src = r
+			return sp
+		default:
+			return spliced{}
+		}
+	}
+}
+
+// writeN writes the peeked bytes still pending, then moves the rest of n
+// bytes in the kernel, waiting on the store at most its idle timeout.
+func (sp spliced) writeN(w io.Writer, n int64, writeDeadline time.Time) (int64, error) {
+	var done int64
+	if p := sp.prefix; p != nil && len(p.first) > 0 {
+		k, err := w.Write(p.first[:min(int64(len(p.first)), n)])
+		p.first = p.first[k:]
+		done += int64(k)
+		if err != nil {
+			return done, err
+		}
+	}
+	if done == n {
+		return done, nil
+	}
+	if sp.watch == nil {
+		k, err := sp.src.WriteNTo(w, n-done)
+		return done + k, err
+	}
+	k, err := sp.watch.splice(w, sp.src, n-done, writeDeadline)
+	return done + k, err
+}
 
 // clearWriteDeadline removes the per-write deadline when a response is
 // done, so the next request on a kept-alive connection does not inherit

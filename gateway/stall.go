@@ -2,8 +2,11 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/dlgate/dlgate/storage"
@@ -114,13 +117,15 @@ func (w *storeWatch) explain(err error) error {
 
 // reader bounds each Read of body by the idle timeout. A file keeps its
 // storage.Filer ability, so the kernel can still sendfile it: its reads
-// cannot be interrupted anyway.
+// cannot be interrupted anyway. A body that can splice (connSource) keeps
+// it through the wrapper: copyN finds it, and bounds its waits with
+// splice.
 func (w *storeWatch) reader(body io.ReadCloser) io.ReadCloser {
 	if _, ok := body.(storage.Filer); ok {
 		return body
 	}
-	r := &idleReader{body: body, w: w}
-	r.timer = time.AfterFunc(time.Hour, func() { w.cancel(errIdleTimeout) })
+	r := &idleReader{body: body, w: w, start: time.Now()}
+	r.timer = time.AfterFunc(time.Hour, r.check)
 	r.timer.Stop()
 	return r
 }
@@ -128,18 +133,38 @@ func (w *storeWatch) reader(body io.ReadCloser) io.ReadCloser {
 // idleReader is a store body whose every Read must make progress within
 // the idle timeout; otherwise the watch's context is cancelled, which
 // makes the blocked Read return, and the error is errIdleTimeout. Time
-// spent writing to the client does not count: the timer only runs while
-// a Read waits on the store.
+// spent writing to the client does not count: only a Read in progress
+// is timed.
+//
+// A Read only notes when it started; one timer, armed by the first Read,
+// looks at the Read in progress when it could have waited the idle
+// timeout, and goes back to sleep until then otherwise. Resetting a timer
+// around every Read, 16,000 times per GiB, would cost more than the
+// check.
 type idleReader struct {
 	body  io.ReadCloser
 	w     *storeWatch
-	timer *time.Timer
+	start time.Time   // origin of reading
+	timer *time.Timer // runs check
+	armed bool        // the first Read armed timer
+	// reading is when the Read in progress started, in nanoseconds
+	// after start plus one; 0 between Reads.
+	reading atomic.Int64
+	fired   atomic.Bool // check cut the response
+	closed  atomic.Bool
 }
 
+func (r *idleReader) since() int64 { return int64(time.Since(r.start)) + 1 }
+
 func (r *idleReader) Read(p []byte) (int, error) {
-	r.timer.Reset(r.w.idle)
+	if !r.armed {
+		r.armed = true
+		r.timer.Reset(r.w.idle)
+	}
+	r.reading.Store(r.since())
 	n, err := r.body.Read(p)
-	if !r.timer.Stop() && err == nil {
+	r.reading.Store(0)
+	if err == nil && r.fired.Load() {
 		// The bytes that did arrive are good; the next Read would fail on
 		// the cancelled context anyway.
 		err = errIdleTimeout
@@ -147,9 +172,72 @@ func (r *idleReader) Read(p []byte) (int, error) {
 	return n, r.w.explain(err)
 }
 
+// check runs on the timer: it cuts the response when the Read in
+// progress has waited the idle timeout, and otherwise sleeps until the
+// Read in progress, or one starting now, could have.
+func (r *idleReader) check() {
+	if r.closed.Load() {
+		return
+	}
+	next := r.w.idle
+	if started := r.reading.Load(); started != 0 {
+		waited := time.Duration(r.since() - started)
+		if waited >= r.w.idle {
+			r.fired.Store(true)
+			r.w.cancel(errIdleTimeout)
+			return
+		}
+		next = r.w.idle - waited
+	}
+	r.timer.Reset(next)
+}
+
 func (r *idleReader) Close() error {
+	r.closed.Store(true)
 	r.timer.Stop()
 	return r.body.Close()
+}
+
+// splice moves n bytes of src to dst in the kernel (connSource.WriteNTo),
+// under the limit reader puts on Reads: the store may leave the response
+// waiting at most the idle timeout for its next byte, while time spent
+// on a slow client does not count. Inside one kernel copy the two waits
+// cannot be told apart, so the store's read deadline runs in windows of
+// an eighth of the idle timeout: a window that ends with bytes moved
+// proves the store alive (and the wait starts again then), one that ends
+// with none was spent waiting on the store alone. The response is cut
+// when those add up to the idle timeout: after between 1 and 9/8 idle
+// timeouts without a byte. A deadline error past writeDeadline, the
+// client's, is the client's failure and is returned as it is.
+func (w *storeWatch) splice(dst io.Writer, src connSource, n int64, writeDeadline time.Time) (int64, error) {
+	window := max(w.idle/8, time.Millisecond)
+	var done int64
+	quiet := time.Now() // since when the store has moved nothing
+	for done < n {
+		deadline := time.Now().Add(window)
+		if end := quiet.Add(w.idle); end.Before(deadline) {
+			deadline = end
+		}
+		// A millisecond late, so that the last window ends past the limit.
+		src.SetReadDeadline(deadline.Add(time.Millisecond)) //nolint:errcheck // a closed body fails the copy
+		k, err := src.WriteNTo(dst, n-done)
+		done += k
+		if err == nil {
+			continue
+		}
+		switch now := time.Now(); {
+		case context.Cause(w.ctx) != nil:
+			return done, w.explain(err)
+		case !errors.Is(err, os.ErrDeadlineExceeded) || !now.Before(writeDeadline):
+			return done, err
+		case k > 0:
+			quiet = now
+		case now.Sub(quiet) >= w.idle:
+			w.cancel(errIdleTimeout)
+			return done, errIdleTimeout
+		}
+	}
+	return done, nil
 }
 
 // prefixed reads first, then body: the bytes a peek took out of body

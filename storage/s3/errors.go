@@ -78,7 +78,9 @@ func classify(err error) error {
 		}
 	}
 	var statusErr interface{ HTTPStatusCode() int }
-	if errors.As(err, &statusErr) {
+	// Status 0 is no answer at all: the SDK wraps a read that timed out
+	// before the response headers that way too, so it is judged below.
+	if errors.As(err, &statusErr) && statusErr.HTTPStatusCode() != 0 {
 		switch statusErr.HTTPStatusCode() {
 		case http.StatusNotFound:
 			return storage.ErrNotFound

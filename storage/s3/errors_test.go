@@ -58,6 +58,8 @@ var translations = []struct {
 	{"connection refused", transportError("GetObject", &url.Error{Op: "Get", URL: "http://x", Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}), storage.ErrUnavailable},
 	{"connection reset", transportError("GetObject", &url.Error{Op: "Get", URL: "http://x", Err: syscall.ECONNRESET}), storage.ErrUnavailable},
 	{"network timeout", transportError("GetObject", &url.Error{Op: "Get", URL: "http://x", Err: timeoutError{}}), storage.ErrTimeout},
+	{"no response, timed out", noResponse("HeadObject", timeoutError{}), storage.ErrTimeout},
+	{"no response, reset", noResponse("GetObject", syscall.ECONNRESET), storage.ErrUnavailable},
 	{"deadline", &smithy.OperationError{Err: &smithy.CanceledError{Err: context.DeadlineExceeded}}, storage.ErrTimeout},
 	{"bare deadline", fmt.Errorf("wrapped: %w", context.DeadlineExceeded), storage.ErrTimeout},
 	{"canceled", &smithy.OperationError{Err: &smithy.CanceledError{Err: context.Canceled}}, nil},

@@ -110,3 +110,15 @@ func transportError(op string, err error) error {
 		Err:           &smithyhttp.RequestSendError{Err: err},
 	}
 }
+
+// noResponse is how the SDK can also report a request that got no
+// answer: a response error of status 0 around the transport's error.
+func noResponse(op string, err error) error {
+	return &smithy.OperationError{
+		ServiceID:     "S3",
+		OperationName: op,
+		Err: &awshttp.ResponseError{
+			ResponseError: &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{}}, Err: err},
+		},
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -21,6 +22,10 @@ import (
 //
 // ctx governs the whole body, not only the request: cancelling it aborts a
 // read in progress, so pass the context of the transfer.
+//
+// On a Store made by New with a plain-HTTP endpoint, the reader also has
+// WriteNTo and SetReadDeadline (splicingBody): it can hand its connection
+// to a net/http response, which has the kernel move the bytes.
 //
 // Errors: storage.ErrInvalidKey; storage.ErrNotFound; storage.ErrChanged
 // when the object no longer matches v's ETag or size; storage.ErrTimeout,
@@ -45,7 +50,7 @@ func (s *Store) Open(ctx context.Context, v storage.Version, offset, length int6
 		return io.NopCloser(strings.NewReader("")), nil
 	}
 	end := offset + length - 1
-	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{
+	out, err := s.api.GetObject(withConnBody(ctx), &s3.GetObjectInput{
 		Bucket:    aws.String(bucket),
 		Key:       aws.String(v.Key),
 		VersionId: versionParam(v.VersionID),
@@ -58,6 +63,9 @@ func (s *Store) Open(ctx context.Context, v storage.Version, offset, length int6
 	if err := checkRange(out, offset, end, v.Size); err != nil {
 		out.Body.Close()
 		return nil, err
+	}
+	if cb, ok := out.Body.(*connBody); ok {
+		return &splicingBody{body: body{rc: cb, left: length}, cb: cb}, nil
 	}
 	return &body{rc: out.Body, left: length}, nil
 }
@@ -143,3 +151,26 @@ func (b *body) Read(p []byte) (int, error) {
 }
 
 func (b *body) Close() error { return b.rc.Close() }
+
+// splicingBody is a body on one of connClient's connections: besides
+// reading, it can move its bytes to a net/http response in the kernel
+// (connBody.WriteNTo), which the gateway's copy prefers.
+type splicingBody struct {
+	body
+	cb *connBody
+}
+
+// WriteNTo writes the next n bytes of the body to w (see connBody.WriteNTo):
+// fewer only with an error, and never past the range that was opened.
+func (b *splicingBody) WriteNTo(w io.Writer, n int64) (int64, error) {
+	if n > b.left {
+		n = b.left
+	}
+	k, err := b.cb.WriteNTo(w, n)
+	b.left -= k
+	return k, err
+}
+
+// SetReadDeadline bounds the wait for the store's next bytes, as
+// net.Conn's does (see connBody.SetReadDeadline).
+func (b *splicingBody) SetReadDeadline(t time.Time) error { return b.cb.SetReadDeadline(t) }

@@ -129,7 +129,8 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if stall <= 0 {
 		stall = DefaultStallTimeout
 	}
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(region), config.WithHTTPClient(httpClient(stall)))
+	hc := httpClient(stall)
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(region), config.WithHTTPClient(hc))
 	if err != nil {
 		return nil, fmt.Errorf("s3: load AWS configuration: %w", err)
 	}
@@ -138,6 +139,9 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 			o.BaseEndpoint = aws.String(opts.Endpoint)
 		}
 		o.UsePathStyle = opts.PathStyle
+		// Object bodies over plain HTTP on connections the gateway can
+		// splice from; everything else through hc.
+		o.HTTPClient = newConnClient(hc, stall)
 	})
 	return NewFromClient(client, opts.Bucket, WithPartSize(opts.PartSize)), nil
 }
@@ -145,10 +149,17 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 // httpClient is the SDK's HTTP client with every wait on the server
 // bounded by stall: ResponseHeaderTimeout for the answer to a request, and
 // a read deadline renewed before each read of the connection for a body
-// that stops arriving (a slow but moving body is never cut).
+// that stops arriving (a slow but moving body is never cut). As many
+// connections per server stay open for reuse as connClient keeps (the
+// SDK's default is 10, fewer than the gateway's concurrent requests), and
+// responses are never compressed: objects are sent as stored.
 func httpClient(stall time.Duration) *awshttp.BuildableClient {
 	return awshttp.NewBuildableClient().
-		WithTransportOptions(func(tr *http.Transport) { tr.ResponseHeaderTimeout = stall }).
+		WithTransportOptions(func(tr *http.Transport) {
+			tr.ResponseHeaderTimeout = stall
+			tr.MaxIdleConnsPerHost = maxIdlePerHost
+			tr.DisableCompression = true
+		}).
 		WithReadTimeout(stall)
 }
 
