@@ -137,7 +137,7 @@ func (s *Server) rangeOnLink(w http.ResponseWriter, r *http.Request, l *ledger.L
 // a GET would send.
 func (s *Server) answerWithoutClaim(w http.ResponseWriter, r *http.Request, l *ledger.Link, account, why string) {
 	attrs := []any{"link_id", l.ID}
-	if reason := l.Refusal(account, s.now()); reason != "" {
+	if reason := l.Refusal(account, s.dbTime(l.ReadAt)); reason != "" {
 		s.fail(w, r, ledger.Refused(reason), probLinkUnavailable, attrs...)
 		return
 	}
@@ -246,3 +246,13 @@ var errShortBody = fmt.Errorf("gateway: object shorter than its recorded size: %
 
 // now is the server clock in the ledger's precision.
 func (s *Server) now() time.Time { return ledger.Micro(s.Now()) }
+
+// dbTime is the database's clock as a lookup read it (t), or the server's
+// clock when the ledger gave none: judging a row by the clock that made
+// the decisions about it keeps a gateway with a skewed clock in step.
+func (s *Server) dbTime(t time.Time) time.Time {
+	if t.IsZero() {
+		return s.now()
+	}
+	return t
+}

@@ -95,7 +95,7 @@ func (s *Server) mintAndAnswer(w http.ResponseWriter, r *http.Request, l *ledger
 		TokenHash:      token.Hash(s.keys.Derive(token.Session, id)),
 		ByteBudget:     budget,
 		MaxConcurrency: slots,
-		ExpiresAt:      sessions.SessionExpiry(s.now(), l.ExpiresAt, ttl),
+		ExpiresAt:      sessions.SessionExpiry(s.dbTime(l.ReadAt), l.ExpiresAt, ttl),
 		IdempotencyKey: o.key,
 		Affinity:       o.affinity,
 	})

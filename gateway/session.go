@@ -32,7 +32,7 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	attrs := []any{"session_id", x.ID, "link_id", x.LinkID}
-	if reason := x.Refusal(s.now()); reason != "" {
+	if reason := x.Refusal(s.dbTime(x.ReadAt)); reason != "" {
 		s.fail(w, r, ledger.Refused(reason), probSessionUnavailable, attrs...)
 		return
 	}

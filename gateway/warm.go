@@ -70,9 +70,13 @@ func newWarmSessions(s *Server) *warmSessions {
 func (w *warmSessions) session(ctx context.Context, hash []byte) (*ledger.Session, error) {
 	w.mu.Lock()
 	if e := w.byHash[string(hash)]; e != nil && time.Since(e.rowAt) < w.s.WarmRowTTL {
-		x := e.row
+		x := *e.row
+		if !x.ReadAt.IsZero() {
+			// The database's clock now, as far as this copy can tell.
+			x.ReadAt = x.ReadAt.Add(time.Since(e.rowAt))
+		}
 		w.mu.Unlock()
-		return x, nil
+		return &x, nil
 	}
 	w.mu.Unlock()
 	x, err := w.s.Ledger.SessionByTokenHash(ctx, hash)
@@ -85,7 +89,7 @@ func (w *warmSessions) session(ctx context.Context, hash []byte) (*ledger.Sessio
 		e.row, e.rowAt = x, time.Now()
 	}
 	w.mu.Unlock()
-	if e != nil && x.Refusal(w.s.now()) != "" {
+	if e != nil && x.Refusal(w.s.dbTime(x.ReadAt)) != "" {
 		// It died elsewhere: let go of what this process held for it.
 		w.forget(func(e *warmSession) bool { return e.id == x.ID })
 	}

@@ -130,6 +130,10 @@ type Link struct {
 	Confirm        bool
 	Session        SessionSettings
 	IdempotencyKey string // admin create; "" when none
+	// ReadAt is the database's clock when the row was read by a lookup
+	// (zero elsewhere). Checks made on the row judge time by it, so a
+	// gateway whose own clock is off still agrees with the database.
+	ReadAt time.Time
 }
 
 // LinkStatus is a link with its counts, for the admin API.
@@ -177,6 +181,9 @@ type Session struct {
 	EndedAt        *time.Time
 	CreatedAt      time.Time
 	LinkRevokedAt  *time.Time
+	// ReadAt is the database's clock when a lookup read the row (zero
+	// elsewhere), as Link.ReadAt.
+	ReadAt time.Time
 }
 
 // MintRequest asks to claim one allowance and mint a session in the same

@@ -107,8 +107,12 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?)`,
 func (s *DB) LinkByTokenHash(ctx context.Context, hash []byte) (*ledger.Link, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	l, err := scanLink(s.db.QueryRowContext(ctx,
-		`SELECT `+linkColumns+` FROM links WHERE token_hash = ?`, hash))
+	var now timeCol
+	l, err := scanLink(withNow(s.db.QueryRowContext(ctx,
+		s.q(`SELECT `+linkColumns+`, {now} FROM links WHERE token_hash = ?`), s.dbNow(), hash), &now))
+	if err == nil {
+		l.ReadAt = now.T
+	}
 	return l, s.classify(err)
 }
 

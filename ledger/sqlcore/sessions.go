@@ -187,7 +187,12 @@ func (s *DB) AffinitySession(ctx context.Context, linkID, account string) (*ledg
 func (s *DB) SessionByTokenHash(ctx context.Context, hash []byte) (*ledger.Session, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	x, err := scanSession(s.db.QueryRowContext(ctx, `SELECT `+sessionColumns+sessionFrom+` WHERE s.token_hash = ?`, hash))
+	var now timeCol
+	x, err := scanSession(withNow(s.db.QueryRowContext(ctx,
+		s.q(`SELECT `+sessionColumns+`, {now}`+sessionFrom+` WHERE s.token_hash = ?`), s.dbNow(), hash), &now))
+	if err == nil {
+		x.ReadAt = now.T
+	}
 	return x, s.classify(err)
 }
 
