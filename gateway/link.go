@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -184,8 +185,20 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, l *ledger.Link, 
 	watch := s.watchStore(r.Context())
 	defer watch.stop()
 	body, first, err := watch.openFirst(s.Store, v, 0, v.Size, true)
+	if err != nil && r.Context().Err() != nil {
+		// The client hung up before a byte left: refunded as SPEC §1
+		// says, and a client disconnect, not a server error (499, as
+		// nginx logs it; nobody reads the answer).
+		if s.refundFor(r, g, "client_disconnect", attrs) {
+			s.log.InfoContext(r.Context(), "client left before the first byte; claim refunded", attrs...)
+		}
+		w.WriteHeader(statusClientClosed)
+		return
+	}
 	if err != nil {
-		s.refund(r, g, err, attrs)
+		if s.refundFor(r, g, "storage_error", attrs) {
+			s.log.WarnContext(r.Context(), "storage failed before the first byte; claim refunded", append(attrs, "err", err)...)
+		}
 		s.fail(w, r, err, probLinkUnavailable, attrs...)
 		return
 	}
@@ -205,13 +218,19 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, l *ledger.Link, 
 	s.log.InfoContext(r.Context(), "streamed", append(attrs, "bytes", sent)...)
 }
 
-func (s *Server) refund(r *http.Request, g *ledger.Grant, cause error, attrs []any) {
-	if err := s.Ledger.Refund(r.Context(), g.ID); err != nil {
+// statusClientClosed is nginx's 499: the client closed the request before
+// the answer. It only ever reaches the access log and metrics.
+const statusClientClosed = 499
+
+// refundFor gives back g's allowance; cause labels the refund metric. It
+// reports whether the refund took place (a failed one is logged).
+func (s *Server) refundFor(r *http.Request, g *ledger.Grant, cause string, attrs []any) bool {
+	if err := s.Ledger.Refund(context.WithoutCancel(r.Context()), g.ID); err != nil {
 		s.log.ErrorContext(r.Context(), "refund failed", append(attrs, "cause", cause, "err", err)...)
-		return
+		return false
 	}
-	s.metrics.refunds.Inc()
-	s.log.WarnContext(r.Context(), "storage failed before the first byte; claim refunded", append(attrs, "err", cause)...)
+	s.metrics.refunds.WithLabelValues(cause).Inc()
+	return true
 }
 
 // objectHeaders sets the representation headers of o (SPEC §3 step 5).

@@ -18,7 +18,7 @@ type metrics struct {
 	duration     *prometheus.HistogramVec
 	bodyBytes    *prometheus.CounterVec
 	claims       *prometheus.CounterVec
-	refunds      prometheus.Counter
+	refunds      *prometheus.CounterVec
 	sessions     *prometheus.CounterVec
 	previews     *prometheus.CounterVec
 	authFailures *prometheus.CounterVec
@@ -43,9 +43,9 @@ func newMetrics(version string) *metrics {
 		claims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_claims_total", Help: "Claims by result: granted or the refusal reason.",
 		}, []string{"kind", "result"}),
-		refunds: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "gateway_refunds_total", Help: "Claims refunded because storage failed before the first byte.",
-		}),
+		refunds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_refunds_total", Help: "Claims refunded because no byte left: cause storage_error or client_disconnect.",
+		}, []string{"cause"}),
 		sessions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_sessions_minted_total", Help: "Transfer sessions by outcome (created or replayed).",
 		}, []string{"outcome"}),

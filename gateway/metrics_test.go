@@ -54,7 +54,7 @@ func TestMetricsAndLogsCountEverythingAndLeakNoToken(t *testing.T) {
 		`gateway_claims_total{kind="stream",result="exhausted"} 1`,
 		`gateway_claims_total{kind="session",result="granted"} 2`,
 		`gateway_claims_total{kind="session",result="revoked"} 1`,
-		`gateway_refunds_total 1`,
+		`gateway_refunds_total{cause="storage_error"} 1`,
 		`gateway_sessions_minted_total{outcome="created"} 2`,
 		`gateway_sessions_minted_total{outcome="replayed"} 1`,
 		`gateway_http_requests_total{method="GET",route="link",status="409"} 1`,
