@@ -3,7 +3,6 @@ package sqlcore
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/dlgate/dlgate/ledger"
 )
@@ -20,17 +19,11 @@ func (s *DB) DrawBytes(ctx context.Context, sessionID string, want int64) (int64
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	var (
-		got int64
-		err error
-	)
-	for attempt := 1; ; attempt++ {
+	var got int64
+	err := s.retry(ctx, func() (err error) {
 		got, err = s.d.DrawBytes(ctx, s.db, want, sessionID, s.dbNow())
-		if err == nil || !s.d.IsRetryable(err) || attempt == maxAttempts {
-			break
-		}
-		time.Sleep(time.Duration(attempt) * time.Millisecond)
-	}
+		return err
+	})
 	if err != nil {
 		return 0, s.classify(err)
 	}

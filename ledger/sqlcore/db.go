@@ -147,29 +147,34 @@ func (s *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) 
 func (s *DB) inTxWith(ctx context.Context, opts *sql.TxOptions, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout())
 	defer cancel()
-	var err error
-	for attempt := 1; ; attempt++ {
-		err = s.tryTx(ctx, opts, fn)
-		if err == nil {
-			return nil
-		}
-		var ce *commitError
-		if errors.As(err, &ce) {
-			return fmt.Errorf("%w: %v", ledger.ErrAmbiguous, ce.err)
-		}
-		if !s.d.IsRetryable(err) || attempt == maxAttempts {
-			break
-		}
-		// Jittered backoff so the transactions that collided do not
-		// collide again in lockstep.
-		d := time.Duration(attempt*attempt) * time.Millisecond * time.Duration(1+rand.IntN(4))
-		select {
-		case <-ctx.Done():
-			return s.classify(ctx.Err())
-		case <-time.After(d):
-		}
+	err := s.retry(ctx, func() error { return s.tryTx(ctx, opts, fn) })
+	var ce *commitError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("%w: %v", ledger.ErrAmbiguous, ce.err)
 	}
 	return s.classify(err)
+}
+
+// retry runs op again, at most maxAttempts times in all, while it fails
+// with what the dialect calls retryable (deadlock, lock-wait timeout, busy
+// file), pausing a jittered, growing time in between so that the
+// statements that collided do not collide again in lockstep. A failed
+// COMMIT is never retried (its outcome is unknown), and the pauses end
+// with ctx. It is the one retry loop of the ledger.
+func (s *DB) retry(ctx context.Context, op func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := op()
+		var ce *commitError
+		if err == nil || errors.As(err, &ce) || !s.d.IsRetryable(err) || attempt == maxAttempts {
+			return err
+		}
+		pause := time.Duration(attempt*attempt) * time.Millisecond * time.Duration(1+rand.IntN(4))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+	}
 }
 
 func (s *DB) tryTx(ctx context.Context, opts *sql.TxOptions, fn func(ctx context.Context, tx *sql.Tx) error) error {
@@ -229,17 +234,11 @@ var errDuplicate = errors.New("sqlcore: duplicate key")
 // bounded number of times on deadlock, lock-wait timeout or busy errors.
 // Used only for single statements whose effect is self-contained.
 func (s *DB) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	var (
-		res sql.Result
-		err error
-	)
-	for attempt := 1; ; attempt++ {
+	var res sql.Result
+	err := s.retry(ctx, func() (err error) {
 		res, err = s.db.ExecContext(ctx, query, args...)
-		if err == nil || !s.d.IsRetryable(err) || attempt == maxAttempts {
-			break
-		}
-		time.Sleep(time.Duration(attempt) * time.Millisecond * time.Duration(1+rand.IntN(4)))
-	}
+		return err
+	})
 	return res, s.classify(err)
 }
 
