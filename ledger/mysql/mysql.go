@@ -28,11 +28,12 @@ const (
 // Dialect returns the MySQL dialect of the shared SQL core.
 func Dialect() sqlcore.Dialect {
 	return sqlcore.Dialect{
-		Name:          "mysql",
-		Time:          func(t time.Time) any { return t },
-		IsDuplicate:   func(err error) bool { return errNumber(err) == erDupEntry },
-		IsRetryable:   func(err error) bool { n := errNumber(err); return n == erLockDeadlock || n == erLockWaitTimeout },
-		IsUnavailable: isUnavailable,
+		Name:           "mysql",
+		Time:           func(t time.Time) any { return t },
+		IsDuplicate:    func(err error) bool { return errNumber(err) == erDupEntry },
+		IsRetryable:    func(err error) bool { n := errNumber(err); return n == erLockDeadlock || n == erLockWaitTimeout },
+		IsUnavailable:  isUnavailable,
+		ClaimInOneTrip: claimInOneTrip,
 		// UTC_TIMESTAMP, not NOW: the columns hold UTC whatever time_zone
 		// an operator's DSN sets. Like NOW it is one value for the whole
 		// statement.
@@ -106,8 +107,11 @@ func Config(dsn string) (*gomysql.Config, error) {
 	if _, ok := c.Params["time_zone"]; !ok {
 		c.Params["time_zone"] = "'+00:00'"
 	}
-	// One round trip per statement instead of prepare/execute/close.
+	// One round trip per statement instead of prepare/execute/close; and
+	// a claim's transaction sent as one query (claim.go). Every statement
+	// is a fixed text with bound parameters, escaped by the driver.
 	c.InterpolateParams = true
+	c.MultiStatements = true
 	// RowsAffected counts matched rows: a renewal that lands in the same
 	// microsecond still reports its row.
 	c.ClientFoundRows = true

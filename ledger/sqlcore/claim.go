@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
@@ -46,6 +47,43 @@ func (s *DB) Claim(ctx context.Context, req ledger.ClaimRequest) (*ledger.Grant,
 		return nil, err
 	}
 	return g, nil
+}
+
+// ErrInFlight marks a failure of a one-trip claim that may have come after
+// its COMMIT ran: the claim's outcome is unknown (ledger.ErrAmbiguous).
+var ErrInFlight = errors.New("sqlcore: the claim's outcome is unknown")
+
+// oneTripClaimSQL is the claim's transaction as one query, for dialects
+// with ClaimInOneTrip: the same decrement and grant as claim, the insert
+// guarded by the decrement's ROW_COUNT(). Webhook events need statements
+// of their own, so with webhooks on the ordinary transaction runs.
+const oneTripClaimSQL = "START TRANSACTION; " + claimSQL + `;
+INSERT INTO grants (id, link_id, kind, account_id, status, created_at, client, session_id)
+SELECT ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1;
+COMMIT`
+
+// claimInOneTrip is Claim's transaction in one round trip (MySQL), with
+// the same rules as inTx: detached from the caller's cancellation within
+// Timeout, bounded retries of deadlocks, an unknown outcome ambiguous.
+func (s *DB) claimInOneTrip(ctx context.Context, g *ledger.Grant) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout())
+	defer cancel()
+	args := []any{g.LinkID, s.dbNow(), g.AccountID,
+		g.ID, g.LinkID, g.Kind, orNull(g.AccountID), g.Status, s.t(g.CreatedAt), g.Client, orNull(g.SessionID)}
+	var granted bool
+	err := s.retry(ctx, func() (err error) {
+		granted, err = s.d.ClaimInOneTrip(ctx, s.db, s.q(oneTripClaimSQL), args)
+		return err
+	})
+	switch {
+	case errors.Is(err, ErrInFlight):
+		return fmt.Errorf("%w: %v", ledger.ErrAmbiguous, err)
+	case err != nil:
+		return s.classify(err)
+	case !granted:
+		return errNoRow
+	}
+	return nil
 }
 
 // errNoRow leaves a transaction whose conditional update matched nothing.

@@ -24,6 +24,13 @@ type Dialect struct {
 	IsRetryable func(error) bool
 	// IsUnavailable reports a connection-level failure.
 	IsUnavailable func(error) bool
+	// ClaimInOneTrip, when set, runs a claim's whole transaction (query:
+	// START TRANSACTION; the decrement; the grant insert guarded by
+	// ROW_COUNT() = 1; COMMIT) in one round trip and reports whether it
+	// granted. A failure that may have come after COMMIT wraps
+	// ErrInFlight. Nil (SQLite, where a statement is no round trip) uses
+	// the ordinary transaction.
+	ClaimInOneTrip func(ctx context.Context, db *sql.DB, query string, args []any) (bool, error)
 
 	// NowSQL is the database's current time in the timestamp columns'
 	// representation, in UTC, as an expression with one placeholder: a
