@@ -33,9 +33,19 @@ func (s *Server) pathToken(w http.ResponseWriter, r *http.Request, kind token.Ki
 
 // lookupLink reads the link row and answers itself when that fails
 // (ok=false): unknown token, database trouble, or an account-bound link
-// and an anonymous caller (SPEC §3 step 3).
-func (s *Server) lookupLink(w http.ResponseWriter, r *http.Request, tok string, c auth.Caller) (*ledger.Link, bool) {
-	l, err := s.Ledger.LinkByTokenHash(r.Context(), token.Hash(tok))
+// and an anonymous caller (SPEC §3 step 3). forClaim allows the row this
+// process cached (linkcache.go): only its immutable part is used before
+// the claim decides.
+func (s *Server) lookupLink(w http.ResponseWriter, r *http.Request, tok string, c auth.Caller, forClaim bool) (*ledger.Link, bool) {
+	var (
+		l   *ledger.Link
+		err error
+	)
+	if forClaim {
+		l, err = s.links.get(r.Context(), s.Ledger, token.Hash(tok))
+	} else {
+		l, err = s.Ledger.LinkByTokenHash(r.Context(), token.Hash(tok))
+	}
 	if err != nil {
 		s.fail(w, r, err, probLinkUnavailable)
 		return nil, false
@@ -69,7 +79,13 @@ func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 		s.refuseCredential(w, r, authErr)
 		return
 	}
-	l, ok := s.lookupLink(w, r, tok, c)
+	why := ""
+	if r.Method != http.MethodPost {
+		why = s.previewOf(r)
+	}
+	// Only a GET or POST that will claim may use the cached row.
+	claims := !ranged && why == "" && r.Method != http.MethodHead
+	l, ok := s.lookupLink(w, r, tok, c, claims)
 	if !ok {
 		return
 	}
@@ -77,14 +93,16 @@ func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 		s.rangeOnLink(w, r, l, c)
 		return
 	}
-	if r.Method != http.MethodPost {
+	if r.Method != http.MethodPost && (why != "" || l.Confirm || r.Method == http.MethodHead) {
 		// A preview, the page of a confirm link and HEAD claim nothing;
-		// each reports what a claim would do right now.
-		why := s.previewOf(r)
-		if why != "" || l.Confirm || r.Method == http.MethodHead {
-			s.answerWithoutClaim(w, r, l, c.Account, why)
-			return
+		// each reports what a claim would do right now, from a fresh row.
+		if claims {
+			if l, ok = s.lookupLink(w, r, tok, c, false); !ok {
+				return
+			}
 		}
+		s.answerWithoutClaim(w, r, l, c.Account, why)
+		return
 	}
 	if l.Delivery == ledger.DeliverySession {
 		s.mintAndAnswer(w, r, l, c, mintOptions{redirect: true, affinity: hasAffinity(l, c)})

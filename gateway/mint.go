@@ -66,7 +66,7 @@ func (s *Server) handleMint(w http.ResponseWriter, r *http.Request) {
 		s.refuseCredential(w, r, err)
 		return
 	}
-	l, ok := s.lookupLink(w, r, tok, c)
+	l, ok := s.lookupLink(w, r, tok, c, true)
 	if !ok {
 		return
 	}

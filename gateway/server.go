@@ -103,6 +103,7 @@ type Server struct {
 	metrics  *metrics
 	keys     *token.Keys
 	warm     *warmSessions
+	links    linkCache
 	draining atomic.Bool
 }
 
