@@ -215,7 +215,7 @@ func (b *budgetTap) ensure() error {
 	if errors.Is(err, ledger.ErrBudgetExhausted) {
 		// The rest may be drawn already, warm for this process's next
 		// request of the session: a request running alongside uses it.
-		if got = b.s.warm.takeBudget(b.sessionID); got > 0 {
+		if got = b.s.warm.takeBudget(b.ctx, b.sessionID); got > 0 {
 			err = nil
 		}
 	}

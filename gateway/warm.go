@@ -49,6 +49,8 @@ type warmSession struct {
 	idle             []*slotLease
 	budget           int64 // drawn, unsent, free for the next request
 	busy             int   // requests of this process using it now
+	waiting          int   // of them, waiting in takeBudget
+	wake             chan struct{}
 	timer            *time.Timer
 }
 
@@ -137,17 +139,54 @@ func (w *warmSessions) begin(ctx context.Context, x *ledger.Session) (*slotLease
 }
 
 // takeBudget hands the budget kept warm for a session to a request that
-// found the database's share spent.
-func (w *warmSessions) takeBudget(sessionID string) int64 {
+// found the database's share spent. While another request of this process
+// is still sending, what it has not sent comes back when it ends: wait for
+// that rather than stop short of the budget.
+func (w *warmSessions) takeBudget(ctx context.Context, sessionID string) int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	e := w.byID[sessionID]
-	if e == nil {
-		return 0
+	for {
+		e := w.byID[sessionID]
+		if e == nil {
+			return 0
+		}
+		if e.budget > 0 {
+			b := e.budget
+			e.budget = 0
+			return b
+		}
+		if e.busy-e.waiting <= 1 {
+			return 0 // no other request here holds any: the budget is spent
+		}
+		e.waiting++
+		ch := e.notify()
+		w.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+		w.mu.Lock()
+		e.waiting--
+		if ctx.Err() != nil {
+			return 0
+		}
 	}
-	b := e.budget
-	e.budget = 0
-	return b
+}
+
+// notify returns a channel closed at e's next change; the caller holds
+// w.mu. Making one is itself a change: other waiters look again.
+func (e *warmSession) notify() <-chan struct{} {
+	e.changed()
+	e.wake = make(chan struct{})
+	return e.wake
+}
+
+// changed wakes the requests waiting for e's budget; the caller holds w.mu.
+func (e *warmSession) changed() {
+	if e.wake != nil {
+		close(e.wake)
+		e.wake = nil
+	}
 }
 
 // end finishes a request: the slot (unless lost) and the unsent budget up
@@ -175,6 +214,7 @@ func (w *warmSessions) end(sessionID string, l *slotLease, unsent int64) {
 		give, e.budget = e.budget-w.s.WarmBudget, w.s.WarmBudget
 	}
 	e.busy--
+	e.changed()
 	if e.busy == 0 {
 		e.timer = time.AfterFunc(w.s.WarmIdle, func() { w.cool(e) })
 	}
@@ -211,6 +251,7 @@ func (w *warmSessions) forget(match func(*warmSession) bool) {
 			continue
 		}
 		w.drop(e)
+		e.changed() // a waiter finds it gone and stops waiting
 		if e.timer != nil {
 			e.timer.Stop()
 		}
