@@ -127,7 +127,8 @@ func (s *Server) serveRanges(w http.ResponseWriter, r *http.Request, x *ledger.S
 	for _, rg := range ranges {
 		tap.left += rg.Length
 	}
-	defer func() { s.warm.end(x.ID, lease, tap.have) }()
+	complete := false
+	defer func() { s.warm.end(x.ID, lease, tap.have, complete) }()
 	if tap.left > 0 {
 		// Draw before the status line: when nothing at all can be sent the
 		// answer is still a clean 403 (or 404 for a session that died).
@@ -186,6 +187,7 @@ func (s *Server) serveRanges(w http.ResponseWriter, r *http.Request, x *ledger.S
 		s.log.InfoContext(r.Context(), "session response ended early", append(attrs, "bytes", tap.sent, "err", err)...)
 		return
 	}
+	complete = true
 	s.log.InfoContext(r.Context(), "session bytes sent", append(attrs, "bytes", tap.sent, "status", status)...)
 }
 

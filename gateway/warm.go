@@ -132,7 +132,7 @@ func (w *warmSessions) begin(ctx context.Context, x *ledger.Session) (*slotLease
 	}
 	l, err := w.lease(ctx, x.ID)
 	if err != nil {
-		w.end(x.ID, nil, budget)
+		w.end(x.ID, nil, budget, true)
 		return nil, 0, err
 	}
 	return l, budget, nil
@@ -189,37 +189,51 @@ func (e *warmSession) changed() {
 	}
 }
 
-// end finishes a request: the slot (unless lost) and the unsent budget up
-// to WarmBudget stay for the session's next request; the rest of the
-// budget goes back at once.
-func (w *warmSessions) end(sessionID string, l *slotLease, unsent int64) {
+// end finishes a request. After a complete response the slot (unless
+// lost, or the session's only one) and the unsent budget up to WarmBudget
+// stay for the session's next request; the rest goes back at once. After
+// a failed or cut response everything goes back at once, as SPEC §3 has
+// it: a client that retries may well come back through another process.
+func (w *warmSessions) end(sessionID string, l *slotLease, unsent int64, complete bool) {
+	var (
+		slots []*slotLease
+		give  int64
+	)
 	w.mu.Lock()
 	e := w.byID[sessionID]
-	if e == nil {
-		w.mu.Unlock()
-		w.release([]*slotLease{l}, sessionID, unsent)
-		return
-	}
-	if l != nil {
-		select {
-		case <-l.lost:
-			l.stop()
-		default:
-			e.idle = append(e.idle, l)
+	switch {
+	case e == nil:
+		slots, give = []*slotLease{l}, unsent
+	default:
+		keepSlot := complete && e.row.MaxConcurrency > 1
+		if l != nil {
+			select {
+			case <-l.lost:
+				l.stop()
+			default:
+				if keepSlot {
+					e.idle = append(e.idle, l)
+				} else {
+					slots = append(slots, l)
+				}
+			}
+		}
+		if complete {
+			e.budget += unsent
+			if e.budget > w.s.WarmBudget {
+				give, e.budget = e.budget-w.s.WarmBudget, w.s.WarmBudget
+			}
+		} else {
+			give = unsent
+		}
+		e.busy--
+		e.changed()
+		if e.busy == 0 {
+			e.timer = time.AfterFunc(w.s.WarmIdle, func() { w.cool(e) })
 		}
 	}
-	e.budget += unsent
-	var give int64
-	if e.budget > w.s.WarmBudget {
-		give, e.budget = e.budget-w.s.WarmBudget, w.s.WarmBudget
-	}
-	e.busy--
-	e.changed()
-	if e.busy == 0 {
-		e.timer = time.AfterFunc(w.s.WarmIdle, func() { w.cool(e) })
-	}
 	w.mu.Unlock()
-	w.release(nil, sessionID, give)
+	w.release(slots, sessionID, give)
 }
 
 // cool lets go of a session nobody used for WarmIdle.
