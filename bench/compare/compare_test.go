@@ -121,11 +121,11 @@ func BenchmarkCompare(b *testing.B) {
 	fmt.Printf("table written to %s\n", path)
 }
 
-// machine names the cores, and the load average before the run: other
-// work on the machine skews both sides, if not their ratio.
+// machine names the cores, and the load averages before and after the
+// run: other work on the machine skews both sides, if less their ratio.
 func machine(load string) string {
 	out, _ := exec.Command("sh", "-c", `echo "$(nproc) cores,$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2)"`).Output()
-	return fmt.Sprintf("%s; load average before the run %s", strings.TrimSpace(string(out)), load)
+	return fmt.Sprintf("%s; load average %s before the run, %s after", strings.TrimSpace(string(out)), load, loadAverage())
 }
 
 func loadAverage() string {
