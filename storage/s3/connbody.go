@@ -50,6 +50,9 @@ var errBodyClosed = errors.New("s3: read on a closed response body")
 // Read would cost a timer update per read for nothing; this costs one
 // per stall/8.
 func (b *connBody) renew() {
+	if b.done {
+		return // the connection may be another request's by now
+	}
 	now := time.Now()
 	if now.Before(b.renewAt) {
 		return
@@ -90,6 +93,10 @@ func (b *connBody) Read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
+	if b.framed == nil && b.left <= 0 {
+		// Read to its end: the connection went back to connClient.
+		return 0, io.EOF
+	}
 	if !b.callerSet {
 		b.renew()
 	}
@@ -99,9 +106,6 @@ func (b *connBody) Read(p []byte) (int, error) {
 			err = b.fail(err)
 		}
 		return n, err
-	}
-	if b.left <= 0 {
-		return 0, io.EOF
 	}
 	if int64(len(p)) > b.left {
 		p = p[:b.left]
@@ -147,6 +151,9 @@ func (b *connBody) WriteNTo(w io.Writer, n int64) (int64, error) {
 		return io.CopyN(struct{ io.Writer }{w}, struct{ io.Reader }{b}, n)
 	}
 	n = min(n, b.left)
+	if n <= 0 {
+		return 0, nil // at the end, the connection may be another request's
+	}
 	var done int64
 	if k := b.pc.br.Buffered(); k > 0 && n > 0 {
 		// Bytes that came with the headers are ours already.
