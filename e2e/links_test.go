@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -177,14 +176,7 @@ func testToolsDownload(t *testing.T, c *Cluster, obj *Object) {
 	} {
 		into := t.TempDir()
 		MustRun(t, into, tc.tool, tc.args...)
-		entries, err := os.ReadDir(into)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, e := range entries {
-			names = append(names, e.Name())
-		}
+		names := savedFiles(t, into)
 		if len(names) != 1 || names[0] != filename {
 			t.Errorf("%s saved %q, want exactly %q", filepath.Base(tc.tool), names, filename)
 			continue

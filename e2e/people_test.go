@@ -95,14 +95,7 @@ func testNamedURLsSaveUnderTheRealName(t *testing.T, c *Cluster, obj *Object) {
 		} {
 			into := t.TempDir()
 			MustRun(t, into, tc.bin, tc.args...)
-			entries, err := os.ReadDir(into)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for _, e := range entries {
-				names = append(names, e.Name())
-			}
+			names := savedFiles(t, into)
 			if len(names) != 1 || names[0] != name {
 				t.Errorf("%s %s saved %q, want exactly %q", filepath.Base(tc.bin), redact(link.NamedURL), names, name)
 				continue

@@ -155,3 +155,17 @@ func exitCode(err error) int {
 	}
 	return -1
 }
+
+// savedFiles lists the names of the files a tool saved into dir.
+func savedFiles(tb testing.TB, dir string) []string {
+	tb.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
