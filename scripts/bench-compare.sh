@@ -14,9 +14,8 @@
 # (default a new directory under /tmp) receives the table as Markdown, the
 # log, the profile and its top functions.
 #
-# It installs nothing but nginx: the Debian package, as root, when missing
-# (as scripts/install-deps.sh does for the rest). MariaDB and versitygw
-# come from `make deps`.
+# It installs what is missing through scripts/install-deps.sh, nginx
+# included (WITH_NGINX=1): Debian packages as root, versitygw into ./bin.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -30,47 +29,12 @@ have() {
 	esac
 }
 
-missing_pkgs=()
-need() { # need PACKAGE CHECK...
-	local pkg="$1"
-	shift
-	for c in "$@"; do
-		if ! have "$c"; then
-			missing_pkgs+=("$pkg")
-			return
-		fi
-	done
-}
-need nginx /usr/sbin/nginx
-
-if [ "${#missing_pkgs[@]}" -gt 0 ]; then
-	if [ "$(id -u)" -ne 0 ]; then
-		log "missing Debian packages: ${missing_pkgs[*]}; as root run: apt-get install -y --no-install-recommends ${missing_pkgs[*]}"
-		exit 1
-	elif ! have apt-get; then
-		log "missing packages ${missing_pkgs[*]} and no apt-get to install them with"
-		exit 1
-	fi
-	log "installing Debian packages: ${missing_pkgs[*]}"
-	# Keep the package's own nginx service from starting: the bench starts
-	# its own, and the service would hold port 80 for nothing. A
-	# policy-rc.d that already exists (as in Docker images) is left alone.
-	policy=/usr/sbin/policy-rc.d
-	if [ ! -e "$policy" ]; then
-		printf '#!/bin/sh\nexit 101\n' >"$policy"
-		chmod 0755 "$policy"
-		trap 'rm -f "$policy"' EXIT
-	fi
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update
-	apt-get install -y --no-install-recommends "${missing_pkgs[@]}"
-fi
+# nginx (and anything else missing) the way the tests' servers come.
+WITH_NGINX=1 scripts/install-deps.sh
+have /usr/sbin/nginx || { log "nginx is missing; as root: apt-get install -y --no-install-recommends nginx"; exit 1; }
 
 for f in /usr/sbin/mariadbd bin/versitygw; do
-	if ! have "$f"; then
-		log "$f is missing: run make deps first"
-		exit 1
-	fi
+	have "$f" || { log "$f is missing (install-deps needs root for Debian packages)"; exit 1; }
 done
 
 GO="${GO:-go}"

@@ -45,6 +45,11 @@ need wget wget
 # that screenshots show text.
 need chromium /usr/bin/chromium
 need fonts-dejavu-core /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
+# nginx only for the side-by-side bench (scripts/bench-compare.sh sets
+# WITH_NGINX=1); the tests never use it.
+if [ "${WITH_NGINX:-0}" = 1 ]; then
+	need nginx /usr/sbin/nginx
+fi
 
 if [ "${#missing_pkgs[@]}" -gt 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then
@@ -55,7 +60,7 @@ if [ "${#missing_pkgs[@]}" -gt 0 ]; then
 		log "missing packages ${missing_pkgs[*]} and no apt-get to install them with"
 	else
 		log "installing Debian packages: ${missing_pkgs[*]}"
-		# Keep the package's own MariaDB service from starting: the tests
+		# Keep the packages' own MariaDB (and nginx) services from starting: the tests
 		# never use it, and it would hold port 3306 and memory for nothing.
 		# A policy-rc.d that already exists (as in Docker images) is left
 		# alone.
