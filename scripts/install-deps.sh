@@ -15,11 +15,12 @@ VERSITYGW_VERSION="${VERSITYGW_VERSION:-v1.8.0}"
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }
 
-# have FILE_OR_COMMAND: an absolute path must be executable; a bare name must
-# be on PATH. mariadbd is checked by path because /usr/sbin is not on every
+# have FILE_OR_COMMAND: an absolute path must exist (a program executable);
+# a bare name must be on PATH. mariadbd is checked by path because /usr/sbin is not on every
 # user's PATH.
 have() {
 	case "$1" in
+	*.ttf) [ -f "$1" ] ;;
 	/*) [ -x "$1" ] ;;
 	*) command -v "$1" >/dev/null 2>&1 ;;
 	esac
