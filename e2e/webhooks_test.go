@@ -366,8 +366,11 @@ func TestWebhooks(t *testing.T) {
 			}
 		}
 		// The receiver counts an event when it answers; the sender marks it
-		// delivered right after.
-		waitFor(t, 10*time.Second, "events still pending in the outbox", func() bool {
+		// delivered right after. An answer to the killed process's held
+		// request counts at the receiver but never reached its sender: that
+		// event stays leased until the lease (15 s) lapses and another
+		// process sends it again.
+		waitFor(t, 40*time.Second, "events still pending in the outbox", func() bool {
 			var pending int
 			if err := db.QueryRow(`SELECT COUNT(*) FROM webhook_outbox WHERE status = 'pending'`).Scan(&pending); err != nil {
 				t.Fatal(err)
