@@ -1,0 +1,51 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dlgate/dlgate/ledger"
+)
+
+// slotLease is one concurrency slot this process holds, renewed in the
+// background until it is released. lost is closed when a renewal finds
+// the lease gone (another process reclaimed it after a stall).
+type slotLease struct {
+	sessionID, holder string
+	lost              chan struct{}
+	stop              context.CancelFunc
+}
+
+// lease takes a slot in the database and keeps renewing it every lease/3
+// until it is released; a renewal that finds the lease gone closes lost.
+func (w *warmSessions) lease(ctx context.Context, sessionID string) (*slotLease, error) {
+	holder := uuid.Must(uuid.NewV7()).String()
+	if err := w.s.Ledger.AcquireSlot(ctx, sessionID, holder, w.s.SlotLease); err != nil {
+		return nil, err
+	}
+	rctx, stop := context.WithCancel(context.Background())
+	l := &slotLease{sessionID: sessionID, holder: holder, lost: make(chan struct{}), stop: stop}
+	go func() {
+		t := time.NewTicker(w.s.SlotLease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case <-t.C:
+				err := w.s.Ledger.RenewSlot(rctx, sessionID, holder, w.s.SlotLease)
+				if errors.Is(err, ledger.ErrNotFound) {
+					close(l.lost)
+					return
+				}
+				if err != nil && rctx.Err() == nil {
+					w.s.log.WarnContext(rctx, "lease renewal failed; retrying", "session_id", sessionID, "err", err)
+				}
+			}
+		}
+	}()
+	return l, nil
+}
