@@ -219,6 +219,14 @@ func (c *linksCommand) create(ctx context.Context, args []string) error {
 		}
 	}
 	l, err := cl.CreateLink(ctx, req)
+	if err != nil && local {
+		// The upload was only for this link: take it back rather than
+		// leave an object nothing points to.
+		if derr := cl.DeleteObject(context.WithoutCancel(ctx), req.Object.Bucket, req.Object.Key, req.Object.VersionID, false); derr != nil {
+			return fmt.Errorf("%w (and removing the uploaded %s version %s failed: %v)", err, req.Object.Key, req.Object.VersionID, derr)
+		}
+		fmt.Fprintf(c.main.Stderr, "removed the uploaded %s version %s again\n", req.Object.Key, req.Object.VersionID)
+	}
 	if err != nil {
 		return err
 	}
