@@ -40,8 +40,14 @@ func MustOpen(tb testing.TB, dsn string, clock ledger.Clock) ledger.Ledger {
 }
 
 func TestClockSkew(t *testing.T) {
-	server := testenv.SharedMariaDB(t)
-	ledgertest.ExerciseClockSkew(t, func(t *testing.T, clocks ...ledger.Clock) []ledger.Ledger {
+	ledgertest.ExerciseClockSkew(t, processesOn(testenv.SharedMariaDB(t)))
+}
+
+// processesOn returns a factory of ledgers, one per clock, each its own
+// pool on one fresh database, as separate gateway processes would be.
+// DBClock stays nil: MariaDB's clock decides; each clock only stamps.
+func processesOn(server *testenv.MariaDB) func(t *testing.T, clocks ...ledger.Clock) []ledger.Ledger {
+	return func(t *testing.T, clocks ...ledger.Clock) []ledger.Ledger {
 		dsn := server.NewDatabase(t)
 		var out []ledger.Ledger
 		for _, clock := range clocks {
@@ -53,11 +59,11 @@ func TestClockSkew(t *testing.T) {
 			if err := mysql.Migrate(context.Background(), db.SQL()); err != nil {
 				t.Fatal(err)
 			}
-			db.Now = clock // DBClock stays nil: MariaDB's clock decides
+			db.Now = clock
 			out = append(out, db)
 		}
 		return out
-	})
+	}
 }
 
 func TestConcurrentMigrationsApplyOnce(t *testing.T) {

@@ -34,21 +34,26 @@ func MustOpen(tb testing.TB, clock ledger.Clock) ledger.Ledger {
 }
 
 func TestClockSkew(t *testing.T) {
-	ledgertest.ExerciseClockSkew(t, func(t *testing.T, clocks ...ledger.Clock) []ledger.Ledger {
-		path := filepath.Join(t.TempDir(), "gateway.db")
-		var out []ledger.Ledger
-		for _, clock := range clocks {
-			db, err := sqlite.Open(context.Background(), path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			if err := sqlite.Migrate(context.Background(), db.SQL(), path); err != nil {
-				t.Fatal(err)
-			}
-			db.Now = clock // DBClock stays nil: SQLite's clock decides
-			out = append(out, db)
+	ledgertest.ExerciseClockSkew(t, processes)
+}
+
+// processes opens one ledger per clock, each its own pool on one fresh
+// file, as separate gateway processes would be. DBClock stays nil:
+// SQLite's clock decides; each clock only stamps.
+func processes(t *testing.T, clocks ...ledger.Clock) []ledger.Ledger {
+	path := filepath.Join(t.TempDir(), "gateway.db")
+	var out []ledger.Ledger
+	for _, clock := range clocks {
+		db, err := sqlite.Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return out
-	})
+		t.Cleanup(func() { db.Close() })
+		if err := sqlite.Migrate(context.Background(), db.SQL(), path); err != nil {
+			t.Fatal(err)
+		}
+		db.Now = clock
+		out = append(out, db)
+	}
+	return out
 }
