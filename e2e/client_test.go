@@ -312,6 +312,14 @@ func checkNoTokenInLogs(tb testing.TB, gws ...*Gateway) {
 	if len(tokens) == 0 {
 		tb.Fatal("no token was recorded; the check would prove nothing")
 	}
+	checkNotLogged(tb, "raw token", tokens, gws...)
+}
+
+// checkNotLogged fails the test for every secret (a token, a JWT's
+// signature) found in the stdout or stderr of the processes gws, showing
+// the line with the secret shortened.
+func checkNotLogged(tb testing.TB, what string, secrets []string, gws ...*Gateway) {
+	tb.Helper()
 	found := 0
 	for _, g := range gws {
 		for _, path := range []string{g.StdoutPath, g.StderrPath} {
@@ -320,29 +328,29 @@ func checkNoTokenInLogs(tb testing.TB, gws ...*Gateway) {
 				tb.Errorf("%s: %v", g.Name, err)
 				continue
 			}
-			for _, tok := range tokens {
-				if i := bytes.Index(b, []byte(tok)); i >= 0 {
-					tb.Errorf("%s logged a raw token (%s…) in %s: %q", g.Name, tok[:6], filepath.Base(path), lineAt(b, i))
+			for _, sec := range secrets {
+				if i := bytes.Index(b, []byte(sec)); i >= 0 {
+					tb.Errorf("%s logged a %s (%s…) in %s: %q", g.Name, what, sec[:6], filepath.Base(path), lineAt(b, i, len(sec)))
 					found++
 				}
 			}
 		}
 	}
 	if found == 0 {
-		tb.Logf("%d issued tokens, none in the logs of %d processes", len(tokens), len(gws))
+		tb.Logf("%d %ss issued, none in the logs of %d processes", len(secrets), what, len(gws))
 	}
 }
 
-// lineAt returns the line of b around offset i, with the token itself
-// shortened.
-func lineAt(b []byte, i int) string {
+// lineAt returns the line of b around offset i, with the n-byte secret
+// there shortened.
+func lineAt(b []byte, i, n int) string {
 	start := bytes.LastIndexByte(b[:i], '\n') + 1
 	end := bytes.IndexByte(b[i:], '\n')
 	if end < 0 {
 		end = len(b) - i
 	}
 	line := string(b[start : i+end])
-	return line[:i-start+6] + "…" + line[min(len(line), i-start+43):]
+	return line[:i-start+6] + "…" + line[min(len(line), i-start+n):]
 }
 
 // MustLink reads a link with its counts.
