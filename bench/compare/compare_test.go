@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -47,8 +48,24 @@ type plan struct {
 	rangeTime      time.Duration // per side and round
 	shortTime      time.Duration // unknown tokens, per side and round
 	memoryTime     time.Duration // 200 concurrent S3 downloads
-	profile        time.Duration // CPU profile of the S3 path; 0: none
+	profile        time.Duration // CPU profiles (S3 path, claims, unknown tokens); 0: none
 	out            string        // where results go
+	only           []string      // rows to run (BENCH_ONLY); empty: all
+}
+
+// runs reports whether any of the rows is to run: BENCH_ONLY is a
+// comma-separated list of fs, s3, claims, ranges64k, ranges1m, unknown,
+// memory.
+func (p plan) runs(rows ...string) bool {
+	if len(p.only) == 0 {
+		return true
+	}
+	for _, r := range rows {
+		if slices.Contains(p.only, r) {
+			return true
+		}
+	}
+	return false
 }
 
 func newPlan(tb testing.TB) plan {
@@ -58,6 +75,9 @@ func newPlan(tb testing.TB) plan {
 		p = plan{rounds: 2, largeClients: 4, largeDownloads: 4, claims: 600,
 			rangeTime: time.Second, shortTime: time.Second, memoryTime: 3 * time.Second}
 	}
+	if n, err := strconv.Atoi(os.Getenv("BENCH_LARGE_CLIENTS")); err == nil && n > 0 {
+		p.largeClients = n
+	}
 	if n, err := strconv.Atoi(os.Getenv("BENCH_ROUNDS")); err == nil && n > 0 {
 		p.rounds = n
 	}
@@ -66,6 +86,11 @@ func newPlan(tb testing.TB) plan {
 		p.profile = 0
 	case "1":
 		p.profile = 5 * time.Second
+	}
+	for _, r := range strings.Split(os.Getenv("BENCH_ONLY"), ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			p.only = append(p.only, r)
+		}
 	}
 	p.out = os.Getenv("BENCH_OUT")
 	if p.out == "" {
@@ -95,20 +120,46 @@ func BenchmarkCompare(b *testing.B) {
 
 	// The S3 gateway first, alone; then the fs gateway, alone, so that
 	// MariaDB's statement counter sees one gateway only.
-	s3 := e.startS3Gateway(b)
-	s3Row := e.s3Large(b, s3)
-	memRow := e.memory(b, s3)
-	e.profileS3(b, s3)
-	s3.stop()
+	var s3Row, memRow row
+	if p.runs("s3", "memory") {
+		s3 := e.startS3Gateway(b)
+		if p.runs("s3") {
+			s3Row = e.s3Large(b, s3)
+			e.profileS3(b, s3)
+		}
+		if p.runs("memory") {
+			memRow = e.memory(b, s3)
+		}
+		s3.stop()
+	}
 
-	fs := e.startFSGateway(b)
-	rep.add(e.fsLarge(b, fs))
-	rep.add(s3Row)
-	rep.add(e.claims(b, fs))
-	rep.add(e.ranges(b, fs, 64<<10))
-	rep.add(e.ranges(b, fs, 1<<20))
-	rep.add(e.unknownToken(b, fs))
-	rep.add(memRow)
+	if p.runs("fs", "claims", "ranges64k", "ranges1m", "unknown") {
+		fs := e.startFSGateway(b)
+		if p.runs("fs") {
+			rep.add(e.fsLarge(b, fs))
+		}
+		if p.runs("s3") {
+			rep.add(s3Row)
+		}
+		if p.runs("claims") {
+			rep.add(e.claims(b, fs))
+		}
+		if p.runs("ranges64k") {
+			rep.add(e.ranges(b, fs, 64<<10))
+		}
+		if p.runs("ranges1m") {
+			rep.add(e.ranges(b, fs, 1<<20))
+		}
+		if p.runs("unknown") {
+			rep.add(e.unknownToken(b, fs))
+		}
+		e.profileFS(b, fs)
+	} else if p.runs("s3") {
+		rep.add(s3Row)
+	}
+	if p.runs("memory") {
+		rep.add(memRow)
+	}
 	rep.note("\n%d alternated rounds per row, medians with the range of the rounds; %s; %v in all.",
 		p.rounds, machine(load), time.Since(start).Round(time.Second))
 
@@ -369,17 +420,53 @@ func (e *bench) memory(b *testing.B, s3 *gatewayProc) row {
 }
 
 // profileS3 takes a CPU profile of the gateway while it serves 1 GiB
-// downloads from S3, and prints its top functions.
+// downloads from S3.
 func (e *bench) profileS3(b *testing.B, s3 *gatewayProc) {
+	l := s3.mustLink(b, "big.bin", `"downloads":1000000`)
+	e.profile(b, s3, "s3", "the S3 path", func(d time.Duration) {
+		loadgen.Run(e.ctx, e.client, loadgen.Config{Clients: e.plan.largeClients, Duration: d, Request: get(l.URL)})
+	})
+}
+
+// profileFS takes CPU profiles of the fs gateway on the rows that ran:
+// claims on distinct links, 64 KiB session ranges, unknown tokens.
+func (e *bench) profileFS(b *testing.B, fs *gatewayProc) {
 	if e.plan.profile == 0 {
 		return
 	}
-	say("CPU profile of the gateway on the S3 path (%v)", e.plan.profile)
-	l := s3.mustLink(b, "big.bin", `"downloads":1000000`)
-	path := filepath.Join(e.plan.out, "s3-gateway.pprof")
+	if e.plan.runs("claims") {
+		links := fs.newLinks(b, 6000, "small.bin", `"downloads":1`)
+		e.profile(b, fs, "claims", "claims on distinct links", func(d time.Duration) {
+			loadgen.Run(e.ctx, e.client, loadgen.Config{Clients: 64, Requests: int64(len(links)), Duration: d,
+				Request: func(_ int, i int64) *http.Request { return get(links[i].URL)(0, 0) }})
+		})
+	}
+	if e.plan.runs("ranges64k") {
+		l := fs.mustLink(b, "ranges.bin", `"downloads":1,"delivery":"session","session":{"byte_budget":1125899906842624,"max_concurrency":64}`)
+		session := fs.mintSession(b, l)
+		e.profile(b, fs, "ranges64k", "64 KiB session ranges", func(d time.Duration) {
+			loadgen.Run(e.ctx, e.client, loadgen.Config{Clients: 16, Duration: d, Request: rangeOf(session, 64<<10)})
+		})
+	}
+	if e.plan.runs("unknown") {
+		e.profile(b, fs, "unknown", "unknown tokens", func(d time.Duration) {
+			loadgen.Run(e.ctx, e.client, loadgen.Config{Clients: 64, Duration: d, Request: randomToken(fs.Public)})
+		})
+	}
+}
+
+// profile takes a CPU profile of g for the plan's profile time while load
+// runs, writes it to $BENCH_OUT/NAME-gateway.pprof and prints its top
+// functions.
+func (e *bench) profile(b *testing.B, g *gatewayProc, name, what string, load func(time.Duration)) {
+	if e.plan.profile == 0 {
+		return
+	}
+	say("CPU profile of the gateway on %s (%v)", what, e.plan.profile)
+	path := filepath.Join(e.plan.out, name+"-gateway.pprof")
 	done := make(chan error, 1)
 	go func() {
-		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", s3.Admin, int(e.plan.profile.Seconds())), nil)
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", g.Admin, int(e.plan.profile.Seconds())), nil)
 		req.Header.Set("Authorization", "Bearer "+adminToken)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -397,7 +484,7 @@ func (e *bench) profileS3(b *testing.B, s3 *gatewayProc) {
 		done <- err
 	}()
 	time.Sleep(100 * time.Millisecond)
-	loadgen.Run(e.ctx, e.client, loadgen.Config{Clients: e.plan.largeClients, Duration: e.plan.profile + time.Second, Request: get(l.URL)})
+	load(e.plan.profile + time.Second)
 	if err := <-done; err != nil {
 		b.Errorf("profile: %v", err)
 		return
@@ -406,7 +493,7 @@ func (e *bench) profileS3(b *testing.B, s3 *gatewayProc) {
 	if err != nil {
 		b.Errorf("go tool pprof: %v\n%s", err, top)
 	}
-	os.WriteFile(filepath.Join(e.plan.out, "s3-gateway-top.txt"), top, 0o644) //nolint:errcheck // printed below anyway
+	os.WriteFile(filepath.Join(e.plan.out, name+"-gateway-top.txt"), top, 0o644) //nolint:errcheck // printed below anyway
 	fmt.Printf("\n%s\n(profile: %s)\n", top, path)
 }
 
@@ -464,17 +551,9 @@ func (e *bench) ranges(b *testing.B, fs *gatewayProc, size int64) row {
 	l := fs.mustLink(b, "ranges.bin", `"downloads":1,"delivery":"session","session":{"byte_budget":1125899906842624,"max_concurrency":64}`)
 	session := fs.mintSession(b, l)
 	nginxURL := e.nginx.URL + "/ranges.bin"
-	rangeOf := func(url string) func(int, int64) *http.Request {
-		return func(int, int64) *http.Request {
-			off := mathrand.Int64N(rangesSize - size + 1)
-			req, _ := http.NewRequest(http.MethodGet, url, nil)
-			req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+size-1))
-			return req
-		}
-	}
 	run := func(url string) (loadgen.Result, int64) {
 		q0 := e.q.read(b)
-		res := loadgen.Run(e.ctx, e.client, loadgen.Config{Clients: 16, Duration: e.plan.rangeTime, Request: rangeOf(url)})
+		res := loadgen.Run(e.ctx, e.client, loadgen.Config{Clients: 16, Duration: e.plan.rangeTime, Request: rangeOf(url, size)})
 		if res.Failed > 0 || res.Status(http.StatusPartialContent) != res.Requests {
 			b.Errorf("ranges of %s: %v", url, res)
 		}
@@ -510,17 +589,9 @@ func (e *bench) ranges(b *testing.B, fs *gatewayProc, size int64) row {
 // characters of base64url, a MAC that does not check) with nginx's 404.
 func (e *bench) unknownToken(b *testing.B, fs *gatewayProc) row {
 	say("unknown well-formed tokens vs nginx 404")
-	random := func(base string) func(int, int64) *http.Request {
-		return func(int, int64) *http.Request {
-			var raw [32]byte
-			rand.Read(raw[:])
-			req, _ := http.NewRequest(http.MethodGet, base+"/d/"+base64.RawURLEncoding.EncodeToString(raw[:]), nil)
-			return req
-		}
-	}
 	run := func(base string) (loadgen.Result, int64) {
 		q0 := e.q.read(b)
-		res := loadgen.Run(e.ctx, e.client, loadgen.Config{Clients: 64, Duration: e.plan.shortTime, Request: random(base)})
+		res := loadgen.Run(e.ctx, e.client, loadgen.Config{Clients: 64, Duration: e.plan.shortTime, Request: randomToken(base)})
 		if res.Failed > 0 || res.Status(http.StatusNotFound) != res.Requests {
 			b.Errorf("unknown tokens on %s: %v", base, res)
 		}
@@ -543,5 +614,27 @@ func (e *bench) unknownToken(b *testing.B, fs *gatewayProc) row {
 		reference: "nginx 404 " + ref.stat("rate").format("%.0f") + "/s",
 		ratio:     ratios(gw, "rate", ref, "rate").stat("r").format("%.2f"),
 		before:    "4,970/s, 1 query vs 19,877/s: 0.25",
+	}
+}
+
+// rangeOf is GETs of url for size-byte ranges at random offsets of the
+// ranges file.
+func rangeOf(url string, size int64) func(int, int64) *http.Request {
+	return func(int, int64) *http.Request {
+		off := mathrand.Int64N(rangesSize - size + 1)
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+size-1))
+		return req
+	}
+}
+
+// randomToken is GETs of link URLs under base with random well-formed
+// tokens (43 characters of base64url, a MAC that does not check).
+func randomToken(base string) func(int, int64) *http.Request {
+	return func(int, int64) *http.Request {
+		var raw [32]byte
+		rand.Read(raw[:])
+		req, _ := http.NewRequest(http.MethodGet, base+"/d/"+base64.RawURLEncoding.EncodeToString(raw[:]), nil)
+		return req
 	}
 }

@@ -20,8 +20,13 @@ import (
 )
 
 // copyBufSize is the fixed buffer a Put streams through; one per Put in
-// flight, recycled.
-const copyBufSize = 256 << 10
+// flight, recycled. Each write is a whole buffer (but the last): the page
+// cache then holds the file in large folios, and sendfile from it walks a
+// sixteenth of the entries it walks for a file written in the 16–32 KiB
+// pieces a request body arrives in (filemap_get_read_batch: 3 % of the
+// gateway's CPU on 1 GiB downloads, against 0.7 % in nginx's for a file
+// written in 1 MiB writes).
+const copyBufSize = 1 << 20
 
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
 
@@ -144,7 +149,10 @@ func copyBody(ctx context.Context, w io.Writer, h hash.Hash, body io.Reader, siz
 		if err := ctx.Err(); err != nil {
 			return n, translateWrite("put", err)
 		}
-		nr, rerr := src.Read(buf)
+		nr, rerr := io.ReadFull(src, buf)
+		if rerr == io.ErrUnexpectedEOF {
+			rerr = io.EOF
+		}
 		if nr > 0 {
 			h.Write(buf[:nr])
 			if _, werr := w.Write(buf[:nr]); werr != nil {
