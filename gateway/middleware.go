@@ -148,7 +148,17 @@ func (s *Server) accessLog(r *http.Request, info *reqInfo, rec *recorder, start 
 			client = a.String()
 		}
 	}
-	s.log.Log(r.Context(), level, "http", "method", r.Method, "status", status, "bytes", rec.bytes,
-		"duration_ms", strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64),
-		"client", client, "user_agent", userAgent(r, 80))
+	s.log.LogAttrs(r.Context(), level, accessMessage, slog.String("method", r.Method), slog.Int("status", status),
+		slog.Int64("bytes", rec.bytes), slog.String("duration_ms", strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64)),
+		slog.String("client", client), slog.String("user_agent", userAgent(r, 80)))
+}
+
+// accessMessage is the message of access lines.
+const accessMessage = "http"
+
+// IsAccessLine reports whether r is an access line at info or below: the
+// lines a busy gateway writes one per request, which may wait a moment to
+// be written together (internal/logbuf).
+func IsAccessLine(r slog.Record) bool {
+	return r.Message == accessMessage && r.Level <= slog.LevelInfo
 }

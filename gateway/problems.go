@@ -151,12 +151,53 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p problem, detail stri
 		return
 	}
 	h.Set("Content-Type", "application/problem+json")
-	body, _ := json.Marshal(problemBody{Type: ProblemBase + p.Type, Title: p.Title, Status: p.Status, Detail: detail, RequestID: requestID(r)})
-	h.Set("Content-Length", strconv.Itoa(len(body)+1))
+	body := problemJSON(problemBody{Type: ProblemBase + p.Type, Title: p.Title, Status: p.Status, Detail: detail, RequestID: requestID(r)})
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(p.Status)
 	if r.Method != http.MethodHead {
-		w.Write(append(body, '\n')) //nolint:errcheck // the client is gone
+		w.Write(body) //nolint:errcheck // the client is gone
 	}
+}
+
+// problemJSON is json.Marshal of b and a newline. Problems are written on
+// the cheapest answers (a 404 for an unknown token), so when every string
+// is plain ASCII that JSON writes as is, the body is appended directly.
+func problemJSON(b problemBody) []byte {
+	if !jsonPlain(b.Type) || !jsonPlain(b.Title) || !jsonPlain(b.Detail) || !jsonPlain(b.RequestID) {
+		out, _ := json.Marshal(b)
+		return append(out, '\n')
+	}
+	out := make([]byte, 0, 64+len(b.Type)+len(b.Title)+len(b.Detail)+len(b.RequestID))
+	out = append(out, `{"type":"`...)
+	out = append(out, b.Type...)
+	out = append(out, `","title":"`...)
+	out = append(out, b.Title...)
+	out = append(out, `","status":`...)
+	out = strconv.AppendInt(out, int64(b.Status), 10)
+	if b.Detail != "" {
+		out = append(out, `,"detail":"`...)
+		out = append(out, b.Detail...)
+		out = append(out, '"')
+	}
+	if b.RequestID != "" {
+		out = append(out, `,"request_id":"`...)
+		out = append(out, b.RequestID...)
+		out = append(out, '"')
+	}
+	return append(out, "}\n"...)
+}
+
+// jsonPlain reports whether encoding/json writes s unchanged between its
+// quotes: printable ASCII but the quote, the backslash and the three
+// characters it escapes for HTML (< > &).
+func jsonPlain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 // fail answers err: refusals and not-found become notFound (the route's

@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/dlgate/dlgate/config"
+	"github.com/dlgate/dlgate/internal/logbuf"
 )
 
 func main() {
@@ -34,6 +35,9 @@ func main() {
 		if sig == syscall.SIGTERM {
 			code = 143
 		}
+		if lw := logs.Load(); lw != nil {
+			lw.Flush() //nolint:errcheck // stderr is gone
+		}
 		if jsonLogs.Load() {
 			slog.New(slog.NewJSONHandler(os.Stderr, nil)).Warn("second signal, exiting now", "signal", sig.String())
 		} else {
@@ -50,6 +54,10 @@ func main() {
 // jsonLogs is set once serve runs with GATEWAY_LOG_FORMAT=json, so that
 // even the last words of a process killed by a second signal are JSON.
 var jsonLogs atomic.Bool
+
+// logs is serve's log writer, which holds access lines for a moment: a
+// process ended by a second signal writes them out first.
+var logs atomic.Pointer[logbuf.Writer]
 
 // progName is how the person ran this program, for the hints it prints:
 // "go run ./cmd/gateway" under go run, else the command as typed.

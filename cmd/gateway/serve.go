@@ -19,6 +19,7 @@ import (
 	"github.com/dlgate/dlgate/auth"
 	"github.com/dlgate/dlgate/config"
 	"github.com/dlgate/dlgate/gateway"
+	"github.com/dlgate/dlgate/internal/logbuf"
 	"github.com/dlgate/dlgate/ledger/mysql"
 	"github.com/dlgate/dlgate/ledger/sqlcore"
 	"github.com/dlgate/dlgate/ledger/sqlite"
@@ -109,6 +110,10 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, trusted []netip.P
 	return a, nil
 }
 
+// logDelay is the longest an access line waits in memory before it is
+// written.
+const logDelay = 50 * time.Millisecond
+
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 		// slog's JSON writes a duration as nanoseconds; people read "30s".
@@ -186,7 +191,12 @@ func shellQuote(s string) string {
 // gracefully: listeners close at once, running downloads get
 // cfg.ShutdownGrace to finish.
 func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
-	log := newLogger(cfg, os.Stderr)
+	// Access lines wait up to logDelay to be written together; every
+	// other line is written at once (internal/logbuf).
+	lw := logbuf.New(os.Stderr, logDelay)
+	defer lw.Flush() //nolint:errcheck // stderr is gone
+	logs.Store(lw)
+	log := slog.New(logbuf.NewHandler(newLogger(cfg, lw).Handler(), lw, gateway.IsAccessLine))
 	previews, err := previewDetector(cfg.PreviewAgents)
 	if err != nil {
 		return err

@@ -1,0 +1,114 @@
+// Package logbuf batches log lines. A gateway logs one access line per
+// request; written one by one, each is a system call, which on the
+// cheapest request (a 404) costs as much as answering it. A Writer keeps
+// lines in memory for at most a short delay and writes them in one call;
+// a Handler lets only the lines it is told to batch wait, and writes
+// everything else (errors, warnings, events) at once, after whatever
+// waited before it, so the order of lines is kept.
+package logbuf
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// MaxBuffer is the most a Writer holds: a batch this large is written at
+// once, and a single larger write goes straight through.
+const MaxBuffer = 64 << 10
+
+// Writer is an io.Writer that holds what it is given for at most its
+// delay. Each Write must be whole lines (slog's handlers write one record
+// per call), so that a batch never splits a line.
+type Writer struct {
+	mu    sync.Mutex
+	out   io.Writer
+	delay time.Duration
+	buf   []byte
+	timer *time.Timer
+	armed bool
+}
+
+// New returns a Writer to out that writes what it holds within delay.
+func New(out io.Writer, delay time.Duration) *Writer {
+	return &Writer{out: out, delay: delay}
+}
+
+// Write holds p, writing the batch first when p would not fit.
+func (w *Writer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.buf)+len(p) > MaxBuffer {
+		if err := w.flushLocked(); err != nil {
+			return 0, err
+		}
+		if len(p) > MaxBuffer {
+			return w.out.Write(p)
+		}
+	}
+	w.buf = append(w.buf, p...)
+	if !w.armed {
+		w.armed = true
+		if w.timer == nil {
+			w.timer = time.AfterFunc(w.delay, func() { w.Flush() }) //nolint:errcheck // nowhere to report it
+		} else {
+			w.timer.Reset(w.delay)
+		}
+	}
+	return len(p), nil
+}
+
+// Flush writes what the Writer holds.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flushLocked()
+}
+
+func (w *Writer) flushLocked() error {
+	w.armed = false
+	if len(w.buf) == 0 {
+		return nil
+	}
+	_, err := w.out.Write(w.buf)
+	if cap(w.buf) > 2*MaxBuffer {
+		w.buf = nil
+	} else {
+		w.buf = w.buf[:0]
+	}
+	return err
+}
+
+// Handler is a slog.Handler writing to a Writer that flushes it after
+// every record that batch does not accept.
+type Handler struct {
+	slog.Handler
+	w     *Writer
+	batch func(slog.Record) bool
+}
+
+// NewHandler returns h, writing to w, flushing after each record for
+// which batch is false.
+func NewHandler(h slog.Handler, w *Writer, batch func(slog.Record) bool) *Handler {
+	return &Handler{Handler: h, w: w, batch: batch}
+}
+
+func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
+	err := h.Handler.Handle(ctx, r)
+	if !h.batch(r) {
+		if ferr := h.w.Flush(); err == nil {
+			err = ferr
+		}
+	}
+	return err
+}
+
+func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &Handler{Handler: h.Handler.WithAttrs(attrs), w: h.w, batch: h.batch}
+}
+
+func (h *Handler) WithGroup(name string) slog.Handler {
+	return &Handler{Handler: h.Handler.WithGroup(name), w: h.w, batch: h.batch}
+}
