@@ -2,6 +2,7 @@ package fs_test
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -50,4 +51,34 @@ func TestDeleteOfAVersionWithAnotherETagIsChanged(t *testing.T) {
 		t.Fatalf("Delete(wrong ETag) = %v, want ErrChanged", err)
 	}
 	storagetest.MustStat(t, st, storage.Ref{Key: "k", VersionID: v.VersionID})
+}
+
+// Open remembers a version's metadata; a version deleted afterwards, by
+// Delete or by hand, is still not found.
+func TestAVersionOpenedBeforeItWasDeletedIsNotFound(t *testing.T) {
+	st, dir := MustStore(t)
+	byAPI := storagetest.MustPut(t, st, "", "k", []byte("by the API"), "")
+	byHand := storagetest.MustPut(t, st, "", "k2", []byte("by hand"), "")
+	for _, v := range []storage.Version{byAPI, byHand} {
+		r, err := st.Open(t.Context(), v, 0, v.Size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+	}
+	if err := st.Delete(t.Context(), byAPI); err != nil {
+		t.Fatal(err)
+	}
+	for p := range snapshot(t, dir) {
+		if filepath.Base(p) == byHand.VersionID+".data" {
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, v := range []storage.Version{byAPI, byHand} {
+		if _, err := st.Open(t.Context(), v, 0, v.Size); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("Open of version %s after its deletion: %v, want ErrNotFound", v.VersionID, err)
+		}
+	}
 }

@@ -29,7 +29,7 @@ func (s *Store) Open(ctx context.Context, v storage.Version, offset, length int6
 	if offset < 0 || length < 0 || offset > v.Size || length > v.Size-offset {
 		return nil, fmt.Errorf("fs open: range %d+%d outside a %d-byte object", offset, length, v.Size)
 	}
-	got, err := s.readMeta(obj, v.VersionID)
+	got, err := s.openMeta(obj, v.VersionID)
 	if err != nil {
 		return nil, err
 	}

@@ -46,6 +46,7 @@ type Store struct {
 	path          string
 	defaultBucket string
 	now           func() time.Time
+	metas         metaCache
 }
 
 // Option configures New.
