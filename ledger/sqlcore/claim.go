@@ -31,12 +31,17 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 func (s *DB) Claim(ctx context.Context, req ledger.ClaimRequest) (*ledger.Grant, error) {
 	now := s.now()
 	g := newGrant(req, now, "")
-	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if err := s.claim(ctx, tx, g); err != nil {
-			return err
-		}
-		return s.enqueueClaim(ctx, tx, g, nil)
-	})
+	var err error
+	if s.d.ClaimInOneTrip != nil && !s.Webhooks {
+		err = s.claimInOneTrip(ctx, g)
+	} else {
+		err = s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			if err := s.claim(ctx, tx, g); err != nil {
+				return err
+			}
+			return s.enqueueClaim(ctx, tx, g, nil)
+		})
+	}
 	switch {
 	case errors.Is(err, errNoRow):
 		return nil, s.refusal(ctx, req)
