@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gorilla/mux"
-
 	"github.com/dlgate/dlgate/auth"
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/pages"
@@ -22,7 +20,7 @@ import (
 // that this gateway minted (token.Keys.Check); otherwise, malformed or
 // forged, it answers the generic 404 without any database query (SPEC §2).
 func (s *Server) pathToken(w http.ResponseWriter, r *http.Request, kind token.Kind, notFound problem) (string, bool) {
-	tok := mux.Vars(r)["token"]
+	tok := pathVar(r, "token")
 	if !s.keys.Check(kind, tok) {
 		s.log.DebugContext(r.Context(), "refused", "reason", "invalid_token")
 		writeProblem(w, r, notFound, "")

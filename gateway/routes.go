@@ -62,23 +62,26 @@ func (s *Server) adminRoutes() []route {
 }
 
 // PublicHandler returns the handler for GATEWAY_LISTEN.
-func (s *Server) PublicHandler() http.Handler { return s.router(true, s.publicRoutes()) }
+func (s *Server) PublicHandler() http.Handler { return s.router(true, true, s.publicRoutes()) }
 
 // AdminHandler returns the handler for GATEWAY_ADMIN_LISTEN.
-func (s *Server) AdminHandler() http.Handler { return s.router(false, s.adminRoutes()) }
+func (s *Server) AdminHandler() http.Handler { return s.router(false, false, s.adminRoutes()) }
 
 // router builds a mux router from a route table and wraps all of it, so
 // that even mux's own answers (its path-cleaning 301, 404, 405) carry the
-// listener's headers and request id and are logged and counted.
-func (s *Server) router(public bool, routes []route) http.Handler {
+// listener's headers and request id and are logged and counted. On the
+// public listener, fast puts fastRoutes in front of mux.
+func (s *Server) router(public, fast bool, routes []route) http.Handler {
 	r := mux.NewRouter()
 	if !public {
 		// Object keys may contain encoded characters; match on the raw
 		// path and unescape the variable ourselves.
 		r.UseEncodedPath()
 	}
-	for _, rt := range routes {
-		r.Handle(rt.pattern, named(rt.name, rt.h)).Methods(rt.methods...)
+	hs := make([]http.Handler, len(routes))
+	for i, rt := range routes {
+		hs[i] = named(rt.name, rt.h)
+		r.Handle(rt.pattern, hs[i]).Methods(rt.methods...)
 	}
 	r.NotFoundHandler = named("unknown", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		writeProblem(w, req, probNotFound, "")
@@ -89,9 +92,13 @@ func (s *Server) router(public bool, routes []route) http.Handler {
 		writeProblem(w, req, probMethodNotAllowed, "")
 	}))
 	if public {
+		var h http.Handler = r
+		if fast {
+			h = newFastRoutes(routes, hs, r)
+		}
 		// Bodies are settled before routing, so before any lookup or
 		// claim (gateway/limits.go).
-		return s.wrap(public, s.limitPublicBodies(r))
+		return s.wrap(public, s.limitPublicBodies(h))
 	}
 	return s.wrap(public, r)
 }
