@@ -82,3 +82,44 @@ func TestAVersionOpenedBeforeItWasDeletedIsNotFound(t *testing.T) {
 		}
 	}
 }
+
+// A key's directory replaced by hand after Open cached it: its versions
+// are found where they are now.
+func TestADirectoryReplacedByHandIsSeenAgain(t *testing.T) {
+	st, dir := MustStore(t)
+	v := storagetest.MustPut(t, st, "", "k", []byte("first home"), "")
+	r, err := st.Open(t.Context(), v, 0, v.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	var data string
+	for p := range snapshot(t, dir) {
+		if filepath.Base(p) == v.VersionID+".data" {
+			data = p
+		}
+	}
+	home := filepath.Dir(data)
+	if err := os.Rename(home, home+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(home+".moved", home); err != nil {
+		t.Fatal(err)
+	}
+	// Same inode: the cached directory still works. Now a copy under
+	// the same name, a new directory.
+	if err := os.Rename(home, home+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(home, os.DirFS(home+".old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(home + ".old"); err != nil {
+		t.Fatal(err)
+	}
+	r, err = st.Open(t.Context(), v, 0, v.Size)
+	if err != nil {
+		t.Fatalf("Open after the directory was replaced: %v", err)
+	}
+	r.Close()
+}

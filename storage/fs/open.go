@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/dlgate/dlgate/storage"
 )
@@ -38,7 +39,7 @@ func (s *Store) Open(ctx context.Context, v storage.Version, offset, length int6
 			storage.ErrChanged, got.Size, got.ETag, v.Size, v.ETag)
 	}
 
-	f, err := s.root.OpenFile(obj.file(v.VersionID+dataSuffix), os.O_RDONLY, 0)
+	f, err := s.openData(obj, v.VersionID+dataSuffix)
 	if err != nil {
 		return nil, translate("open", err)
 	}
@@ -113,3 +114,82 @@ func (r *reader) WriteTo(w io.Writer) (int64, error) {
 }
 
 func (r *reader) Close() error { return r.f.Close() }
+
+// dirCache keeps the object directories Open has used open, as roots of
+// their own: opening a data file through the store's root walks every
+// path component (bucket, fan-out, key hash, file: four openat calls and
+// three closes), through its directory's root it is one openat. That walk
+// was most of Open's cost on small session ranges.
+type dirCache struct {
+	mu sync.Mutex
+	m  map[string]*os.Root
+}
+
+// dirCacheSize bounds the directories kept open (one descriptor each).
+const dirCacheSize = 128
+
+// openData opens the file name of obj's directory for reading, through
+// the directory's cached root when there is one. A miss there (the
+// directory was replaced by hand since it was cached) is retried through
+// the store's root, which sees what is on disk now.
+func (s *Store) openData(obj object, name string) (*os.File, error) {
+	if dir := s.dirs.get(obj.dir); dir != nil {
+		f, err := dir.OpenFile(name, os.O_RDONLY, 0)
+		if err == nil {
+			return f, nil
+		}
+		s.dirs.drop(obj.dir, dir)
+	}
+	f, err := s.root.OpenFile(obj.file(name), os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	if dir, err := s.root.OpenRoot(obj.dir); err == nil {
+		s.dirs.put(obj.dir, dir)
+	}
+	return f, nil
+}
+
+func (c *dirCache) get(dir string) *os.Root {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[dir]
+}
+
+func (c *dirCache) put(dir string, r *os.Root) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[string]*os.Root)
+	}
+	if old, ok := c.m[dir]; ok {
+		old.Close() // a concurrent Open cached it too; in-flight calls on it finish first
+	} else if len(c.m) >= dirCacheSize {
+		for d, old := range c.m { // an arbitrary one: map order is random
+			old.Close()
+			delete(c.m, d)
+			break
+		}
+	}
+	c.m[dir] = r
+}
+
+// drop closes and forgets r if it is still dir's entry.
+func (c *dirCache) drop(dir string, r *os.Root) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m[dir] == r {
+		r.Close()
+		delete(c.m, dir)
+	}
+}
+
+// close closes every cached directory.
+func (c *dirCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for d, r := range c.m {
+		r.Close()
+		delete(c.m, d)
+	}
+}

@@ -47,6 +47,7 @@ type Store struct {
 	defaultBucket string
 	now           func() time.Time
 	metas         metaCache
+	dirs          dirCache
 }
 
 // Option configures New.
@@ -87,6 +88,7 @@ func New(dir string, opts ...Option) (*Store, error) {
 
 // Close releases the root directory. The Store must not be used after.
 func (s *Store) Close() error {
+	s.dirs.close()
 	return s.root.Close()
 }
 
