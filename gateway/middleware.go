@@ -155,10 +155,3 @@ func (s *Server) accessLog(r *http.Request, info *reqInfo, rec *recorder, start 
 
 // accessMessage is the message of access lines.
 const accessMessage = "http"
-
-// IsAccessLine reports whether r is an access line at info or below: the
-// lines a busy gateway writes one per request, which may wait a moment to
-// be written together (internal/logbuf).
-func IsAccessLine(r slog.Record) bool {
-	return r.Message == accessMessage && r.Level <= slog.LevelInfo
-}

@@ -55,7 +55,7 @@ func main() {
 // even the last words of a process killed by a second signal are JSON.
 var jsonLogs atomic.Bool
 
-// logs is serve's log writer, which holds access lines for a moment: a
+// logs is serve's log writer, which holds info lines for a moment: a
 // process ended by a second signal writes them out first.
 var logs atomic.Pointer[logbuf.Writer]
 

@@ -110,7 +110,7 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, trusted []netip.P
 	return a, nil
 }
 
-// logDelay is the longest an access line waits in memory before it is
+// logDelay is the longest an info line waits in memory before it is
 // written.
 const logDelay = 50 * time.Millisecond
 
@@ -191,12 +191,13 @@ func shellQuote(s string) string {
 // gracefully: listeners close at once, running downloads get
 // cfg.ShutdownGrace to finish.
 func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
-	// Access lines wait up to logDelay to be written together; every
-	// other line is written at once (internal/logbuf).
+	// Info and debug lines (an access line per request, a "session bytes
+	// sent" per range) wait up to logDelay to be written together;
+	// warnings and errors are written at once (internal/logbuf).
 	lw := logbuf.New(os.Stderr, logDelay)
 	defer lw.Flush() //nolint:errcheck // stderr is gone
 	logs.Store(lw)
-	log := slog.New(logbuf.NewHandler(newLogger(cfg, lw).Handler(), lw, gateway.IsAccessLine))
+	log := slog.New(logbuf.NewHandler(newLogger(cfg, lw).Handler(), lw, slog.LevelWarn))
 	previews, err := previewDetector(cfg.PreviewAgents)
 	if err != nil {
 		return err

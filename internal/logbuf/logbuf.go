@@ -82,22 +82,22 @@ func (w *Writer) flushLocked() error {
 }
 
 // Handler is a slog.Handler writing to a Writer that flushes it after
-// every record that batch does not accept.
+// every record at or above a level.
 type Handler struct {
 	slog.Handler
-	w     *Writer
-	batch func(slog.Record) bool
+	w   *Writer
+	now slog.Level
 }
 
-// NewHandler returns h, writing to w, flushing after each record for
-// which batch is false.
-func NewHandler(h slog.Handler, w *Writer, batch func(slog.Record) bool) *Handler {
-	return &Handler{Handler: h, w: w, batch: batch}
+// NewHandler returns h, writing to w, flushing after each record at level
+// now or above.
+func NewHandler(h slog.Handler, w *Writer, now slog.Level) *Handler {
+	return &Handler{Handler: h, w: w, now: now}
 }
 
 func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	err := h.Handler.Handle(ctx, r)
-	if !h.batch(r) {
+	if r.Level >= h.now {
 		if ferr := h.w.Flush(); err == nil {
 			err = ferr
 		}
@@ -106,9 +106,9 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 }
 
 func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &Handler{Handler: h.Handler.WithAttrs(attrs), w: h.w, batch: h.batch}
+	return &Handler{Handler: h.Handler.WithAttrs(attrs), w: h.w, now: h.now}
 }
 
 func (h *Handler) WithGroup(name string) slog.Handler {
-	return &Handler{Handler: h.Handler.WithGroup(name), w: h.w, batch: h.batch}
+	return &Handler{Handler: h.Handler.WithGroup(name), w: h.w, now: h.now}
 }
