@@ -102,7 +102,11 @@ func (s *Server) serveRanges(w http.ResponseWriter, r *http.Request, x *ledger.S
 	// The slot and the budget come from this process's warm copy of the
 	// session when an earlier request left them (warm.go), else from the
 	// database; whatever is left goes back to the warm copy at the end.
-	lease, kept, err := s.warm.begin(r.Context(), x)
+	var need int64
+	for _, rg := range ranges {
+		need += rg.Length
+	}
+	lease, kept, err := s.warm.begin(r.Context(), x, need)
 	if err != nil {
 		if errors.Is(err, ledger.ErrNoSlot) {
 			w.Header().Set("Retry-After", "1")
@@ -123,10 +127,7 @@ func (s *Server) serveRanges(w http.ResponseWriter, r *http.Request, x *ledger.S
 	}()
 	// Draw ahead at most a sixteenth of the budget: what one process keeps
 	// warm must never starve the session's other requests.
-	tap := &budgetTap{s: s, ctx: ctx, sessionID: x.ID, have: kept, ahead: min(s.WarmBudget, s.Chunk, x.ByteBudget/16)}
-	for _, rg := range ranges {
-		tap.left += rg.Length
-	}
+	tap := &budgetTap{s: s, ctx: ctx, sessionID: x.ID, have: kept, left: need, ahead: min(s.WarmBudget, s.Chunk, x.ByteBudget/16)}
 	complete := false
 	defer func() { s.warm.end(x.ID, lease, tap.have, complete) }()
 	if tap.left > 0 {
@@ -208,6 +209,11 @@ type budgetTap struct {
 
 func (b *budgetTap) ensure() error {
 	if b.have > 0 {
+		return nil
+	}
+	// What another request of the session here gave back meanwhile.
+	if got := b.s.warm.take(b.sessionID, b.left); got > 0 {
+		b.have = got
 		return nil
 	}
 	// At least `ahead`, so that a run of small ranges draws once for

@@ -88,7 +88,7 @@ func (w *warmSessions) session(ctx context.Context, hash []byte) (*ledger.Sessio
 
 // begin starts a request of x: it takes an idle slot this process holds
 // or leases a new one, and the budget kept from earlier requests.
-func (w *warmSessions) begin(ctx context.Context, x *ledger.Session) (*slotLease, int64, error) {
+func (w *warmSessions) begin(ctx context.Context, x *ledger.Session, need int64) (*slotLease, int64, error) {
 	w.mu.Lock()
 	e := w.byID[x.ID]
 	if e == nil {
@@ -101,8 +101,11 @@ func (w *warmSessions) begin(ctx context.Context, x *ledger.Session) (*slotLease
 		e.timer.Stop()
 		e.timer = nil
 	}
-	budget := e.budget
-	e.budget = 0
+	// Only what this request can send: the rest stays for the session's
+	// other requests here, which would otherwise each draw a chunk of
+	// their own and give most of it back.
+	budget := min(e.budget, need)
+	e.budget -= budget
 	var l *slotLease
 	for len(e.idle) > 0 && l == nil {
 		l = e.idle[len(e.idle)-1]
@@ -124,6 +127,20 @@ func (w *warmSessions) begin(ctx context.Context, x *ledger.Session) (*slotLease
 		return nil, 0, err
 	}
 	return l, budget, nil
+}
+
+// take hands up to most bytes of the budget kept warm for a session to a
+// request of it, without waiting.
+func (w *warmSessions) take(sessionID string, most int64) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.byID[sessionID]
+	if e == nil {
+		return 0
+	}
+	got := min(e.budget, most)
+	e.budget -= got
+	return got
 }
 
 // takeBudget hands the budget kept warm for a session to a request that
