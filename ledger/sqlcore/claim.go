@@ -32,8 +32,8 @@ func (s *DB) Claim(ctx context.Context, req ledger.ClaimRequest) (*ledger.Grant,
 	now := s.now()
 	g := newGrant(req, now, "")
 	var err error
-	if s.d.ClaimInOneTrip != nil && !s.Webhooks {
-		err = s.claimInOneTrip(ctx, g)
+	if s.d.ClaimBatched != nil && !s.Webhooks {
+		err = s.claimBatched(ctx, g)
 	} else {
 		err = s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			if err := s.claim(ctx, tx, g); err != nil {
@@ -54,30 +54,30 @@ func (s *DB) Claim(ctx context.Context, req ledger.ClaimRequest) (*ledger.Grant,
 	return g, nil
 }
 
-// ErrInFlight marks a failure of a one-trip claim that may have come after
-// its COMMIT ran: the claim's outcome is unknown (ledger.ErrAmbiguous).
+// ErrInFlight marks a failure of a batched claim's COMMIT: the claim's
+// outcome is unknown (ledger.ErrAmbiguous).
 var ErrInFlight = errors.New("sqlcore: the claim's outcome is unknown")
 
-// oneTripClaimSQL is the claim's transaction as one query, for dialects
-// with ClaimInOneTrip: the same decrement and grant as claim, the insert
-// guarded by the decrement's ROW_COUNT(). Webhook events need statements
-// of their own, so with webhooks on the ordinary transaction runs.
-const oneTripClaimSQL = "START TRANSACTION; " + claimSQL + `;
+// batchedClaimSQL is the claim's transaction but its COMMIT as one query,
+// for dialects with ClaimBatched: the same decrement and grant as claim,
+// the insert guarded by the decrement's ROW_COUNT(). Webhook events need
+// statements of their own, so with webhooks on the ordinary transaction
+// runs.
+const batchedClaimSQL = "START TRANSACTION; " + claimSQL + `;
 INSERT INTO grants (id, link_id, kind, account_id, status, created_at, client, session_id)
-SELECT ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1;
-COMMIT`
+SELECT ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1`
 
-// claimInOneTrip is Claim's transaction in one round trip (MySQL), with
+// claimBatched is Claim's transaction in two round trips (MySQL), with
 // the same rules as inTx: detached from the caller's cancellation within
 // Timeout, bounded retries of deadlocks, an unknown outcome ambiguous.
-func (s *DB) claimInOneTrip(ctx context.Context, g *ledger.Grant) error {
+func (s *DB) claimBatched(ctx context.Context, g *ledger.Grant) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout())
 	defer cancel()
 	args := []any{g.LinkID, s.dbNow(), g.AccountID,
 		g.ID, g.LinkID, g.Kind, orNull(g.AccountID), g.Status, s.t(g.CreatedAt), g.Client, orNull(g.SessionID)}
 	var granted bool
 	err := s.retry(ctx, func() (err error) {
-		granted, err = s.d.ClaimInOneTrip(ctx, s.db, s.q(oneTripClaimSQL), args)
+		granted, err = s.d.ClaimBatched(ctx, s.db, s.q(batchedClaimSQL), args)
 		return err
 	})
 	switch {

@@ -24,13 +24,13 @@ type Dialect struct {
 	IsRetryable func(error) bool
 	// IsUnavailable reports a connection-level failure.
 	IsUnavailable func(error) bool
-	// ClaimInOneTrip, when set, runs a claim's whole transaction (query:
-	// START TRANSACTION; the decrement; the grant insert guarded by
-	// ROW_COUNT() = 1; COMMIT) in one round trip and reports whether it
-	// granted. A failure that may have come after COMMIT wraps
-	// ErrInFlight. Nil (SQLite, where a statement is no round trip) uses
-	// the ordinary transaction.
-	ClaimInOneTrip func(ctx context.Context, db *sql.DB, query string, args []any) (bool, error)
+	// ClaimBatched, when set, runs a claim's transaction (query: START
+	// TRANSACTION; the decrement; the grant insert guarded by ROW_COUNT() =
+	// 1) as one batch, then COMMIT or ROLLBACK by the batch's outcome: two
+	// round trips. It reports whether it granted. A failure of COMMIT
+	// wraps ErrInFlight. Nil (SQLite, where a statement is no round trip)
+	// uses the ordinary transaction.
+	ClaimBatched func(ctx context.Context, db *sql.DB, query string, args []any) (bool, error)
 
 	// NowSQL is the database's current time in the timestamp columns'
 	// representation, in UTC, as an expression with one placeholder: a
