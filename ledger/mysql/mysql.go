@@ -28,12 +28,12 @@ const (
 // Dialect returns the MySQL dialect of the shared SQL core.
 func Dialect() sqlcore.Dialect {
 	return sqlcore.Dialect{
-		Name:           "mysql",
-		Time:           func(t time.Time) any { return t },
-		IsDuplicate:    func(err error) bool { return errNumber(err) == erDupEntry },
-		IsRetryable:    func(err error) bool { n := errNumber(err); return n == erLockDeadlock || n == erLockWaitTimeout },
-		IsUnavailable:  isUnavailable,
-		ClaimBatched: claimBatched,
+		Name:          "mysql",
+		Time:          func(t time.Time) any { return t },
+		IsDuplicate:   func(err error) bool { return errNumber(err) == erDupEntry },
+		IsRetryable:   func(err error) bool { n := errNumber(err); return n == erLockDeadlock || n == erLockWaitTimeout },
+		IsUnavailable: isUnavailable,
+		ClaimBatched:  claimBatched,
 		// UTC_TIMESTAMP, not NOW: the columns hold UTC whatever time_zone
 		// an operator's DSN sets. Like NOW it is one value for the whole
 		// statement.
