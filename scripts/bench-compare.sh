@@ -2,8 +2,11 @@
 # bench-compare.sh runs the table of issue 8 side by side in one run: the
 # gateway against nginx (sendfile, ranges, 404), a direct GET from the same
 # versitygw, and the claim's statements in a plain Go loop, each pair
-# alternated round by round (bench/compare). It starts a private MariaDB,
-# versitygw and nginx on 127.0.0.1 in temporary directories and stops them
+# alternated round by round (bench/compare). Ranges and unknown tokens have
+# a third side, the net/http floor (bench/cmd/floor: the least a Go
+# net/http server does for the same requests), to tell the gateway's own
+# cost from net/http's. It starts a private MariaDB, versitygw, nginx and
+# the floor on 127.0.0.1 in temporary directories and stops them
 # afterwards.
 #
 #   scripts/bench-compare.sh            # about 4 minutes on 2 cores

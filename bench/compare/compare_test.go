@@ -2,10 +2,13 @@
 // what it is measured against (nginx with sendfile, a direct GET from the
 // same versitygw, the claim's statements in a plain Go loop), on private
 // servers, alternated round by round so that both sides see the same
-// machine. Run it with `make bench-compare` (scripts/bench-compare.sh);
-// QUICK=1 for a short run. It prints a Markdown table (medians with the
-// range of the rounds) and writes it, with a CPU profile of the gateway
-// on the S3 path, to $BENCH_OUT.
+// machine. Ranges and unknown tokens have a third side, the net/http
+// floor: bench/cmd/floor, the least a Go net/http server does for the
+// same requests, so that the gateway's share of the gap to nginx shows
+// apart from net/http's. Run it with `make bench-compare`
+// (scripts/bench-compare.sh); QUICK=1 for a short run. It prints a
+// Markdown table (medians with the range of the rounds) and writes it,
+// with a CPU profile of the gateway on the S3 path, to $BENCH_OUT.
 //
 // BenchmarkCompare skips unless BENCH_COMPARE=1, so `make bench` and
 // `go test` stay quick.
@@ -160,6 +163,11 @@ func BenchmarkCompare(b *testing.B) {
 	if p.runs("memory") {
 		rep.add(memRow)
 	}
+	if p.runs("ranges64k", "ranges1m", "unknown") {
+		rep.note("\nnet/http alone: bench/cmd/floor, a Go net/http server with a ServeMux and nothing else (no database, no logging): " +
+			"the gateway's 404 with its headers and a body of the same length, ranges of the same file through http.ServeContent (sendfile); " +
+			"the same clients, alternated with the other two sides.")
+	}
 	rep.note("\n%d alternated rounds per row, medians with the range of the rounds; %s; %v in all.",
 		p.rounds, machine(load), time.Since(start).Round(time.Second))
 
@@ -196,7 +204,8 @@ type bench struct {
 	bucket    string
 	nginx     *nginx
 	gateway   string // binary
-	www       string // nginx's root: big.bin, ranges.bin
+	floor     *floor // net/http alone, serving www
+	www       string // nginx's and the floor's root: big.bin, ranges.bin, small.bin
 	q         questions
 	client    *http.Client
 	ctx       context.Context
@@ -210,7 +219,7 @@ const (
 )
 
 func setup(b *testing.B, p plan) *bench {
-	say("starting MariaDB, versitygw and nginx; building the gateway; writing 1 GiB of data")
+	say("starting MariaDB, versitygw and nginx; building the gateway and the net/http floor; writing 1 GiB of data")
 	e := &bench{plan: p, ctx: context.Background(), client: loadgen.NewClient(64)}
 	e.db = testenv.StartMariaDB(b)
 	e.s3 = testenv.StartS3(b)
@@ -230,7 +239,8 @@ func setup(b *testing.B, p plan) *bench {
 	writeData(b, filepath.Join(www, "ranges.bin"), rangesSize, 2)
 	writeData(b, filepath.Join(www, "small.bin"), smallSize, 3)
 	e.nginx = startNginx(b, www)
-	e.gateway = buildGateway(b)
+	e.gateway = build(b, "./cmd/gateway")
+	e.floor = startFloor(b, build(b, "./bench/cmd/floor"), www)
 	db, err := sql.Open("mysql", e.db.DSN(""))
 	if err != nil {
 		b.Fatal(err)
@@ -292,20 +302,34 @@ func get(url string) func(int, int64) *http.Request {
 // alternate runs n rounds of gateway and reference, in turns first, with
 // prepare (when not nil) before each round.
 func alternate(n int, prepare func(), gw, ref func() sample) (series, series) {
-	var g, r series
+	s := rotate(n, prepare, gw, ref)
+	return s[0], s[1]
+}
+
+// rotate runs n rounds of the sides, round i starting with side i mod
+// their number, with prepare (when not nil) before each round; it
+// returns each side's series in the order given.
+func rotate(n int, prepare func(), sides ...func() sample) []series {
+	out := make([]series, len(sides))
 	for i := range n {
 		if prepare != nil {
 			prepare()
 		}
-		if i%2 == 0 {
-			g = append(g, gw())
-			r = append(r, ref())
-		} else {
-			r = append(r, ref())
-			g = append(g, gw())
+		for j := range sides {
+			k := (i + j) % len(sides)
+			out[k] = append(out[k], sides[k]())
 		}
 	}
-	return g, r
+	return out
+}
+
+// withFloor adds the net/http floor to r: its metric after nginx's in the
+// reference column, as a fraction of nginx's, and the gateway's fraction
+// of it after the ratio. f formats the metric, unit follows it.
+func withFloor(r *row, gw, ref, fl series, metric, f, unit string) {
+	r.reference += "; net/http alone (bench/cmd/floor) " + fl.stat(metric).format(f) + unit + " = " +
+		ratios(fl, metric, ref, metric).stat("r").format("%.2f") + "× nginx"
+	r.ratio += "; gateway / net/http alone " + ratios(gw, metric, fl, metric).stat("r").format("%.2f")
 }
 
 // download runs the plan's 1 GiB downloads of url and measures the
@@ -550,7 +574,7 @@ func (e *bench) ranges(b *testing.B, fs *gatewayProc, size int64) row {
 	// the cap, not the path.
 	l := fs.mustLink(b, "ranges.bin", `"downloads":1,"delivery":"session","session":{"byte_budget":1125899906842624,"max_concurrency":64}`)
 	session := fs.mintSession(b, l)
-	nginxURL := e.nginx.URL + "/ranges.bin"
+	nginxURL, floorURL := e.nginx.URL+"/ranges.bin", e.floor.URL+"/f/ranges.bin"
 	run := func(url string) (loadgen.Result, int64) {
 		q0 := e.q.read(b)
 		res := loadgen.Run(e.ctx, e.client, loadgen.Config{Clients: 16, Duration: e.plan.rangeTime, Request: rangeOf(url, size)})
@@ -561,26 +585,28 @@ func (e *bench) ranges(b *testing.B, fs *gatewayProc, size int64) row {
 	}
 	run(session)
 	run(nginxURL)
-	gw, ref := alternate(e.plan.rounds, nil,
-		func() sample {
-			res, q := run(session)
+	run(floorURL)
+	measure := func(url string) func() sample {
+		return func() sample {
+			res, q := run(url)
 			return sample{"rate": res.Rate(), "MBps": res.Throughput() / 1e6, "stmts": float64(q) / float64(res.Requests)}
-		},
-		func() sample {
-			res, _ := run(nginxURL)
-			return sample{"rate": res.Rate(), "MBps": res.Throughput() / 1e6}
-		})
+		}
+	}
+	s := rotate(e.plan.rounds, nil, measure(session), measure(nginxURL), measure(floorURL))
+	gw, ref, fl := s[0], s[1], s[2]
 	r := row{work: name + " session ranges, 16 clients, MariaDB"}
 	if size < 1<<20 {
 		r.gateway = gw.stat("rate").format("%.0f") + "/s, " + gw.stat("stmts").format("%.2f") + " statements each"
 		r.reference = "nginx ranges " + ref.stat("rate").format("%.0f") + "/s"
 		r.ratio = ratios(gw, "rate", ref, "rate").stat("r").format("%.2f")
 		r.before = "750/s, 4 statements vs 10,448/s: 0.07"
+		withFloor(&r, gw, ref, fl, "rate", "%.0f", "/s")
 	} else {
 		r.gateway = gw.stat("MBps").format("%.0f") + " MB/s, " + gw.stat("stmts").format("%.2f") + " statements each"
 		r.reference = "nginx " + ref.stat("MBps").format("%.0f") + " MB/s"
 		r.ratio = ratios(gw, "MBps", ref, "MBps").stat("r").format("%.2f")
 		r.before = "747 vs 2,897 MB/s: 0.26"
+		withFloor(&r, gw, ref, fl, "MBps", "%.0f", " MB/s")
 	}
 	return r
 }
@@ -597,23 +623,45 @@ func (e *bench) unknownToken(b *testing.B, fs *gatewayProc) row {
 		}
 		return res, e.q.read(b) - q0 - 1
 	}
+	sameAnswer(b, fs.Public, e.floor.URL)
 	run(fs.Public)
 	run(e.nginx.URL)
-	gw, ref := alternate(e.plan.rounds, nil,
-		func() sample {
-			res, q := run(fs.Public)
+	run(e.floor.URL)
+	measure := func(base string) func() sample {
+		return func() sample {
+			res, q := run(base)
 			return sample{"rate": res.Rate(), "stmts": float64(q) / float64(res.Requests)}
-		},
-		func() sample {
-			res, _ := run(e.nginx.URL)
-			return sample{"rate": res.Rate()}
-		})
-	return row{
+		}
+	}
+	s := rotate(e.plan.rounds, nil, measure(fs.Public), measure(e.nginx.URL), measure(e.floor.URL))
+	gw, ref, fl := s[0], s[1], s[2]
+	r := row{
 		work:      "unknown well-formed token, MariaDB, 64 clients",
 		gateway:   gw.stat("rate").format("%.0f") + "/s, " + gw.stat("stmts").format("%.3f") + " statements each",
 		reference: "nginx 404 " + ref.stat("rate").format("%.0f") + "/s",
 		ratio:     ratios(gw, "rate", ref, "rate").stat("r").format("%.2f"),
 		before:    "4,970/s, 1 query vs 19,877/s: 0.25",
+	}
+	withFloor(&r, gw, ref, fl, "rate", "%.0f", "/s")
+	return r
+}
+
+// sameAnswer checks that the floor answers an unknown token as the
+// gateway does: status, content type, public headers, body length.
+func sameAnswer(b *testing.B, gateway, floor string) {
+	answer := func(base string) string {
+		resp, err := http.DefaultClient.Do(randomToken(base)(0, 0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+		h := resp.Header
+		return fmt.Sprintf("%d %s, %d bytes, Cache-Control %q, X-Content-Type-Options %q, Referrer-Policy %q, X-Request-Id of %d",
+			resp.StatusCode, h.Get("Content-Type"), resp.ContentLength, h.Get("Cache-Control"),
+			h.Get("X-Content-Type-Options"), h.Get("Referrer-Policy"), len(h.Get("X-Request-Id")))
+	}
+	if g, f := answer(gateway), answer(floor); g != f {
+		b.Errorf("unknown token: the floor answers %s, the gateway %s", f, g)
 	}
 }
 

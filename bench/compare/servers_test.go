@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -88,13 +89,22 @@ func startNginx(tb testing.TB, root string) *nginx {
 	return n
 }
 
-func (n *nginx) stop() {
-	n.cmd.Process.Signal(syscall.SIGQUIT) //nolint:errcheck // gone already is fine
+func (n *nginx) stop() { stopProcess(n.cmd.Process, n.done, syscall.SIGQUIT, 10*time.Second) }
+
+// stopProcess sends p sig unless it is gone (done closed), and kills it
+// if it is still there after grace.
+func stopProcess(p *os.Process, done <-chan struct{}, sig os.Signal, grace time.Duration) {
 	select {
-	case <-n.done:
-	case <-time.After(10 * time.Second):
-		n.cmd.Process.Kill() //nolint:errcheck // as above
-		<-n.done
+	case <-done:
+		return
+	default:
+	}
+	p.Signal(sig) //nolint:errcheck // gone already is fine
+	select {
+	case <-done:
+	case <-time.After(grace):
+		p.Kill() //nolint:errcheck // as above
+		<-done
 	}
 }
 
@@ -118,18 +128,55 @@ const (
 	secret     = "bench-secret-0123456789abcdefghijklmnopqrstuvwxyz"
 )
 
-// buildGateway builds ./cmd/gateway into a temporary directory.
-func buildGateway(tb testing.TB) string {
+// build builds the command pkg of this tree (./cmd/gateway,
+// ./bench/cmd/floor) into a temporary directory.
+func build(tb testing.TB, pkg string) string {
 	tb.Helper()
-	root := testenv.RepoRoot()
-	bin := filepath.Join(tb.TempDir(), "gateway")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/gateway")
-	cmd.Dir = root
+	bin := filepath.Join(tb.TempDir(), filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Dir = testenv.RepoRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("go build ./cmd/gateway: %v\n%s", err, out)
+		tb.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
 	return bin
 }
+
+// floor is bench/cmd/floor, net/http alone: the gateway's 404 for an
+// unknown token under /d/, the files of a root with http.ServeContent
+// under /f/.
+type floor struct {
+	URL  string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// startFloor runs bin on a free port serving root and stops it in
+// tb.Cleanup.
+func startFloor(tb testing.TB, bin, root string) *floor {
+	tb.Helper()
+	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-root", root)
+	cmd.SysProcAttr = testenv.SysProcAttr()
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("start %s: %v", bin, err)
+	}
+	// Its first line names the address; it ends when the process does.
+	line, err := bufio.NewReader(out).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
+	f := &floor{URL: "http://" + addr, cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(f.done) }() //nolint:errcheck // seen through done
+	tb.Cleanup(f.stop)
+	if err != nil || !ok {
+		tb.Fatalf("floor: first line %q: %v", line, err)
+	}
+	return f
+}
+
+func (f *floor) stop() { stopProcess(f.cmd.Process, f.done, syscall.SIGTERM, 10*time.Second) }
 
 // startGateway runs bin on free ports with the settings in env (which
 // name the database and the store) and waits until it is ready.
@@ -196,20 +243,7 @@ func tail(path string) string {
 
 func (g *gatewayProc) Pid() int { return g.cmd.Process.Pid }
 
-func (g *gatewayProc) stop() {
-	select {
-	case <-g.done:
-		return
-	default:
-	}
-	g.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // gone already is fine
-	select {
-	case <-g.done:
-	case <-time.After(15 * time.Second):
-		g.cmd.Process.Kill() //nolint:errcheck // as above
-		<-g.done
-	}
-}
+func (g *gatewayProc) stop() { stopProcess(g.cmd.Process, g.done, syscall.SIGTERM, 15*time.Second) }
 
 // admin calls the admin API and decodes its JSON answer into out.
 func (g *gatewayProc) admin(tb testing.TB, method, path string, body io.Reader, size int64, out any) {
