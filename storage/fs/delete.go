@@ -43,7 +43,7 @@ func (s *Store) Delete(ctx context.Context, v storage.Version) error {
 	if err := s.unpoint(obj, v.VersionID); err != nil {
 		return translateWrite("delete: move current version", err)
 	}
-	s.metas.forget(metaKey{obj.bucket, obj.key, v.VersionID})
+	s.metas.removeIf(metaKey{obj.bucket, obj.key, v.VersionID}, func(storage.Version) bool { return true })
 	if err := s.root.Remove(obj.file(v.VersionID + dataSuffix)); err != nil && !errors.Is(err, iofs.ErrNotExist) {
 		return translateWrite("delete data", err)
 	}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path"
-	"sync"
 	"time"
 
 	"github.com/dlgate/dlgate/storage"
@@ -156,49 +155,17 @@ func (s *Store) syncDir(dir string) error {
 	return err
 }
 
-// metaCache keeps the metadata of versions Open has read. A version never
-// changes once written and its id is never reused, so an entry stays true
-// for as long as the version exists; Open still opens the data file and
-// checks its size, so a version deleted meanwhile is still not found.
-// Reading the metadata file was most of Open's cost: a path walk under
-// os.Root, a read and a JSON decode for every download.
-type metaCache struct {
-	mu sync.Mutex
-	m  map[metaKey]storage.Version
-}
-
+// metas is the cache of the metadata of versions Open has read
+// (Store.metas). A version never changes once written and its id is never
+// reused, so an entry stays true for as long as the version exists; Open
+// still opens the data file and checks its size, so a version deleted
+// meanwhile is still not found. Reading the metadata file was most of
+// Open's cost: a path walk under os.Root, a read and a JSON decode for
+// every download.
 type metaKey struct{ bucket, key, vid string }
 
-// metaCacheSize bounds the cache: at about 300 bytes an entry, 3 MiB.
+// metaCacheSize bounds it: at about 300 bytes an entry, 3 MiB.
 const metaCacheSize = 10000
-
-func (c *metaCache) get(k metaKey) (storage.Version, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	v, ok := c.m[k]
-	return v, ok
-}
-
-func (c *metaCache) put(k metaKey, v storage.Version) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = make(map[metaKey]storage.Version)
-	}
-	if len(c.m) >= metaCacheSize {
-		for old := range c.m { // an arbitrary entry: map order is random
-			delete(c.m, old)
-			break
-		}
-	}
-	c.m[k] = v
-}
-
-func (c *metaCache) forget(k metaKey) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, k)
-}
 
 // openMeta is readMeta through the cache.
 func (s *Store) openMeta(obj object, vid string) (storage.Version, error) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 
 	"github.com/dlgate/dlgate/storage"
 )
@@ -115,15 +114,12 @@ func (r *reader) WriteTo(w io.Writer) (int64, error) {
 
 func (r *reader) Close() error { return r.f.Close() }
 
-// dirCache keeps the object directories Open has used open, as roots of
-// their own: opening a data file through the store's root walks every
-// path component (bucket, fan-out, key hash, file: four openat calls and
-// three closes), through its directory's root it is one openat. That walk
-// was most of Open's cost on small session ranges.
-type dirCache struct {
-	mu sync.Mutex
-	m  map[string]*os.Root
-}
+// dirs (Store.dirs) keeps the object directories Open has used open, as
+// roots of their own: opening a data file through the store's root walks
+// every path component (bucket, fan-out, key hash, file: four openat calls
+// and three closes), through its directory's root it is one openat. That
+// walk was most of Open's cost on small session ranges. An evicted root
+// is closed; calls in flight on it finish first.
 
 // dirCacheSize bounds the directories kept open (one descriptor each).
 const dirCacheSize = 128
@@ -133,12 +129,12 @@ const dirCacheSize = 128
 // directory was replaced by hand since it was cached) is retried through
 // the store's root, which sees what is on disk now.
 func (s *Store) openData(obj object, name string) (*os.File, error) {
-	if dir := s.dirs.get(obj.dir); dir != nil {
+	if dir, ok := s.dirs.get(obj.dir); ok {
 		f, err := dir.OpenFile(name, os.O_RDONLY, 0)
 		if err == nil {
 			return f, nil
 		}
-		s.dirs.drop(obj.dir, dir)
+		s.dirs.removeIf(obj.dir, func(r *os.Root) bool { return r == dir })
 	}
 	f, err := s.root.OpenFile(obj.file(name), os.O_RDONLY, 0)
 	if err != nil {
@@ -148,48 +144,4 @@ func (s *Store) openData(obj object, name string) (*os.File, error) {
 		s.dirs.put(obj.dir, dir)
 	}
 	return f, nil
-}
-
-func (c *dirCache) get(dir string) *os.Root {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.m[dir]
-}
-
-func (c *dirCache) put(dir string, r *os.Root) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = make(map[string]*os.Root)
-	}
-	if old, ok := c.m[dir]; ok {
-		old.Close() // a concurrent Open cached it too; in-flight calls on it finish first
-	} else if len(c.m) >= dirCacheSize {
-		for d, old := range c.m { // an arbitrary one: map order is random
-			old.Close()
-			delete(c.m, d)
-			break
-		}
-	}
-	c.m[dir] = r
-}
-
-// drop closes and forgets r if it is still dir's entry.
-func (c *dirCache) drop(dir string, r *os.Root) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m[dir] == r {
-		r.Close()
-		delete(c.m, dir)
-	}
-}
-
-// close closes every cached directory.
-func (c *dirCache) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for d, r := range c.m {
-		r.Close()
-		delete(c.m, d)
-	}
 }

@@ -46,8 +46,8 @@ type Store struct {
 	path          string
 	defaultBucket string
 	now           func() time.Time
-	metas         metaCache
-	dirs          dirCache
+	metas         cache[metaKey, storage.Version]
+	dirs          cache[string, *os.Root]
 }
 
 // Option configures New.
@@ -68,7 +68,9 @@ func WithClock(now func() time.Time) Option {
 // an error when dir cannot be created or opened, or when the default
 // bucket name is invalid (wrapping storage.ErrInvalidKey).
 func New(dir string, opts ...Option) (*Store, error) {
-	s := &Store{path: dir, defaultBucket: DefaultBucket, now: time.Now}
+	s := &Store{path: dir, defaultBucket: DefaultBucket, now: time.Now,
+		metas: cache[metaKey, storage.Version]{size: metaCacheSize},
+		dirs:  cache[string, *os.Root]{size: dirCacheSize, release: func(r *os.Root) { r.Close() }}}
 	for _, opt := range opts {
 		opt(s)
 	}
@@ -88,7 +90,7 @@ func New(dir string, opts ...Option) (*Store, error) {
 
 // Close releases the root directory. The Store must not be used after.
 func (s *Store) Close() error {
-	s.dirs.close()
+	s.dirs.clear()
 	return s.root.Close()
 }
 
