@@ -19,7 +19,10 @@ type fakeLedger struct {
 	calls map[string]int
 }
 
-var _ ledger.Ledger = (*fakeLedger)(nil)
+var (
+	_ ledger.Ledger       = (*fakeLedger)(nil)
+	_ ledger.TokenClaimer = (*fakeLedger)(nil)
+)
 
 func (f *fakeLedger) count(method string) {
 	f.mu.Lock()
@@ -60,6 +63,12 @@ func (f *fakeLedger) Link(ctx context.Context, id string) (*ledger.LinkStatus, e
 func (f *fakeLedger) Claim(ctx context.Context, req ledger.ClaimRequest) (*ledger.Grant, error) {
 	f.count("Claim")
 	return f.Ledger.Claim(ctx, req)
+}
+
+// ClaimByToken counts as a lookup and a claim: the one call does both.
+func (f *fakeLedger) ClaimByToken(ctx context.Context, hash []byte, req ledger.ClaimRequest, confirmed bool) (*ledger.Link, *ledger.Grant, error) {
+	f.count("ClaimByToken")
+	return f.Ledger.(ledger.TokenClaimer).ClaimByToken(ctx, hash, req, confirmed)
 }
 
 func (f *fakeLedger) Refund(ctx context.Context, grantID string) error {

@@ -48,11 +48,51 @@ func (s *Server) lookupLink(w http.ResponseWriter, r *http.Request, tok string, 
 		s.fail(w, r, err, probLinkUnavailable)
 		return nil, false
 	}
+	return l, admit(w, r, l, c)
+}
+
+// admit answers 401 when l is bound to an account and the caller is
+// anonymous (SPEC §3 step 3).
+func admit(w http.ResponseWriter, r *http.Request, l *ledger.Link, c auth.Caller) bool {
 	if l.AccountID != "" && c.Account == "" {
 		requireAccount(w, r)
-		return nil, false
+		return false
 	}
-	return l, true
+	return true
+}
+
+// claimByToken looks the link up and claims it in one transaction when
+// the ledger can (ledger.TokenClaimer) and this process has not cached the
+// link: one database round trip fewer than a lookup and then a claim. It
+// returns the link read in that transaction with the grant when it
+// claimed, or with none for the ordinary path to go on with (a session
+// link, a landing page, a 401, a refusal to explain); a nil link when it
+// did not try; ok=false when it answered itself.
+func (s *Server) claimByToken(w http.ResponseWriter, r *http.Request, tok string, c auth.Caller) (l *ledger.Link, g *ledger.Grant, ok bool) {
+	tc, can := s.Ledger.(ledger.TokenClaimer)
+	hash := token.Hash(tok)
+	if !can || r.Context().Err() != nil {
+		return nil, nil, true
+	}
+	if _, cached := s.links.peek(hash); cached {
+		return nil, nil, true // a claim by id needs no lookup either
+	}
+	l, g, err := tc.ClaimByToken(r.Context(), hash, ledger.ClaimRequest{
+		AccountID: c.Account, Kind: ledger.KindStream, Client: clientDescriptor(r, c),
+	}, r.Method == http.MethodPost)
+	if err != nil {
+		if l == nil {
+			s.fail(w, r, err, probLinkUnavailable)
+			return nil, nil, false
+		}
+		s.claimed(w, r, l, g, err)
+		return nil, nil, false
+	}
+	s.links.put(hash, l)
+	if g != nil {
+		s.claimed(w, r, l, g, nil)
+	}
+	return l, g, true
 }
 
 // handleLink serves GET, HEAD and POST /d/{token} and its named form
@@ -81,10 +121,27 @@ func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		why = s.previewOf(r)
 	}
-	// Only a GET or POST that will claim may use the cached row.
+	// Only a GET or POST that will claim may use the cached row, or claim
+	// as it looks the link up.
 	claims := !ranged && why == "" && r.Method != http.MethodHead
-	l, ok := s.lookupLink(w, r, tok, c, claims)
-	if !ok {
+	var l *ledger.Link
+	fresh := false
+	if claims {
+		var g *ledger.Grant
+		if l, g, ok = s.claimByToken(w, r, tok, c); !ok {
+			return
+		}
+		if g != nil {
+			s.serveStream(w, r, l, g)
+			return
+		}
+		fresh = l != nil
+	}
+	if l == nil {
+		if l, ok = s.lookupLink(w, r, tok, c, claims); !ok {
+			return
+		}
+	} else if !admit(w, r, l, c) {
 		return
 	}
 	if ranged {
@@ -94,7 +151,7 @@ func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost && (why != "" || l.Confirm || r.Method == http.MethodHead) {
 		// A preview, the page of a confirm link and HEAD claim nothing;
 		// each reports what a claim would do right now, from a fresh row.
-		if claims {
+		if claims && !fresh {
 			if l, ok = s.lookupLink(w, r, tok, c, false); !ok {
 				return
 			}
@@ -178,23 +235,36 @@ func (s *Server) answerWithoutClaim(w http.ResponseWriter, r *http.Request, l *l
 // included (504); one that stalls later for the idle timeout cuts the
 // response short of its Content-Length.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, l *ledger.Link, c auth.Caller) {
-	attrs := []any{"link_id", l.ID}
 	if r.Context().Err() != nil {
 		return // the client left before we spent anything
 	}
 	g, err := s.Ledger.Claim(r.Context(), ledger.ClaimRequest{
 		LinkID: l.ID, AccountID: c.Account, Kind: ledger.KindStream, Client: clientDescriptor(r, c),
 	})
+	if s.claimed(w, r, l, g, err) {
+		s.serveStream(w, r, l, g)
+	}
+}
+
+// claimed counts a stream claim's outcome and, when err refused or failed
+// it, answers (the grant's id logged when its fate is unknown).
+func (s *Server) claimed(w http.ResponseWriter, r *http.Request, l *ledger.Link, g *ledger.Grant, err error) bool {
 	if err != nil {
+		attrs := []any{"link_id", l.ID}
 		if g != nil {
 			attrs = append(attrs, "grant_id", g.ID)
 		}
 		s.metrics.claims.WithLabelValues(ledger.KindStream, reasonOf(err)).Inc()
 		s.fail(w, r, err, probLinkUnavailable, attrs...)
-		return
+		return false
 	}
 	s.metrics.claims.WithLabelValues(ledger.KindStream, "granted").Inc()
-	attrs = append(attrs, "grant_id", g.ID)
+	return true
+}
+
+// serveStream sends the whole object of l under the grant g.
+func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, l *ledger.Link, g *ledger.Grant) {
+	attrs := []any{"link_id", l.ID, "grant_id", g.ID}
 	v := versionOf(l.Object)
 	// The store has GATEWAY_STORE_OPEN_TIMEOUT to send its first bytes,
 	// and GATEWAY_STORE_IDLE_TIMEOUT for each next ones (stall.go).

@@ -32,21 +32,38 @@ const linkCacheSize = 4096
 // from the ledger on a miss. Its ReadAt is the database's clock now, as
 // far as the copy can tell.
 func (c *linkCache) get(ctx context.Context, lg ledger.Ledger, hash []byte) (*ledger.Link, error) {
-	c.mu.Lock()
-	e, ok := c.m[string(hash)]
-	c.mu.Unlock()
-	if ok {
-		l := *e.l
-		if !l.ReadAt.IsZero() {
-			l.ReadAt = l.ReadAt.Add(time.Since(e.at))
-		}
-		return &l, nil
+	if l, ok := c.peek(hash); ok {
+		return l, nil
 	}
 	l, err := lg.LinkByTokenHash(ctx, hash)
 	if err != nil {
 		return nil, err
 	}
+	c.put(hash, l)
+	return l, nil
+}
+
+// peek returns the cached copy of the link with token hash, if any, with
+// its ReadAt moved on by the time since it was read.
+func (c *linkCache) peek(hash []byte) (*ledger.Link, bool) {
 	c.mu.Lock()
+	e, ok := c.m[string(hash)]
+	c.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	l := *e.l
+	if !l.ReadAt.IsZero() {
+		l.ReadAt = l.ReadAt.Add(time.Since(e.at))
+	}
+	return &l, true
+}
+
+// put caches a copy of l, just read, under its token hash.
+func (c *linkCache) put(hash []byte, l *ledger.Link) {
+	cp := *l
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.m == nil {
 		c.m = make(map[string]cachedLink)
 	}
@@ -56,7 +73,5 @@ func (c *linkCache) get(ctx context.Context, lg ledger.Ledger, hash []byte) (*le
 			break
 		}
 	}
-	c.m[string(hash)] = cachedLink{l: l, at: time.Now()}
-	c.mu.Unlock()
-	return l, nil
+	c.m[string(hash)] = cachedLink{l: &cp, at: time.Now()}
 }

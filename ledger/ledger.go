@@ -220,6 +220,22 @@ type Page struct {
 }
 
 // Ledger is what the gateway needs from its database.
+// TokenClaimer is a Ledger that can look a link up by its token hash and
+// claim it in the claim's own transaction, saving the lookup's round trip
+// on the download path.
+type TokenClaimer interface {
+	// ClaimByToken claims the link with token hash hash when a GET of its
+	// URL streams it at once: delivery stream, and no confirmation asked
+	// unless confirmed (a POST from the landing page). req.LinkID is
+	// ignored. It returns the link as read in that transaction (ReadAt the
+	// database's clock) with the grant when it claimed; a link it did not
+	// claim comes back with a nil grant and no error, for the caller's
+	// ordinary path (a session link, a landing page, a refusal to
+	// explain). Errors: ErrNotFound, ErrAmbiguous (with the grant and the
+	// link), ErrUnavailable.
+	ClaimByToken(ctx context.Context, hash []byte, req ClaimRequest, confirmed bool) (*Link, *Grant, error)
+}
+
 type Ledger interface {
 	// CreateLink inserts l (ID and TokenHash set by the caller). When
 	// l.IdempotencyKey names an existing link, that link is returned with

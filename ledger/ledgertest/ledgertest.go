@@ -40,6 +40,7 @@ func (c *Clock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c
 func Exercise(t *testing.T, newLedger NewLedger) {
 	t.Run("Links", func(t *testing.T) { exerciseLinks(t, newLedger) })
 	t.Run("Claims", func(t *testing.T) { exerciseClaims(t, newLedger) })
+	t.Run("ClaimsByToken", func(t *testing.T) { exerciseClaimsByToken(t, newLedger) })
 	t.Run("Sessions", func(t *testing.T) { exerciseSessions(t, newLedger) })
 	t.Run("Caps", func(t *testing.T) { exerciseCaps(t, newLedger) })
 	t.Run("Listing", func(t *testing.T) { exerciseListing(t, newLedger) })

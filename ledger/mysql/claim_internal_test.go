@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"testing"
 
@@ -10,10 +11,10 @@ import (
 	"github.com/dlgate/dlgate/internal/testenv"
 )
 
-// TestABatchedClaimThatFailsMidwayLeavesNoTransactionOpen: when the server
-// refuses a statement after the decrement ran, nothing commits and the
-// connection goes back to the pool with no transaction open on it.
-func TestABatchedClaimThatFailsMidwayLeavesNoTransactionOpen(t *testing.T) {
+// TestABatchCommitsOnlyWhatItsScanApproves: a batch whose statement fails
+// midway, or whose scan says no, commits nothing, and the connection goes
+// back to the pool with no transaction open on it.
+func TestABatchCommitsOnlyWhatItsScanApproves(t *testing.T) {
 	dsn := testenv.SharedMariaDB(t).NewDatabase(t)
 	ctx := context.Background()
 	db, err := Open(ctx, dsn)
@@ -29,36 +30,52 @@ func TestABatchedClaimThatFailsMidwayLeavesNoTransactionOpen(t *testing.T) {
 	if _, err := pool.ExecContext(ctx, `INSERT INTO counter VALUES (1, 5)`); err != nil {
 		t.Fatal(err)
 	}
-	query := `START TRANSACTION; UPDATE counter SET n = n - 1 WHERE id = ? AND n > 0;
-INSERT INTO no_such_table SELECT ? FROM DUAL WHERE ROW_COUNT() = 1`
-	granted, err := claimBatched(ctx, pool, query, []any{1, "x"})
+	state := func() (n, inTx int) {
+		t.Helper()
+		if err := pool.QueryRowContext(ctx, `SELECT n, @@in_transaction FROM counter WHERE id = 1`).Scan(&n, &inTx); err != nil {
+			t.Fatal(err)
+		}
+		return n, inTx
+	}
+	readN := func(commit bool) func(*sql.Rows) (bool, error) {
+		return func(rows *sql.Rows) (bool, error) {
+			var n int
+			if !rows.Next() {
+				return false, errors.New("no row")
+			}
+			return commit, rows.Scan(&n)
+		}
+	}
+	const decrement = `START TRANSACTION; UPDATE counter SET n = n - 1 WHERE id = ? AND n > 0;`
+
+	// The server refuses a statement after the decrement ran.
+	err = batch(ctx, pool, decrement+` INSERT INTO no_such_table SELECT ? FROM DUAL; SELECT 1`, []any{1, "x"}, readN(true))
 	var me *gomysql.MySQLError
-	if granted || !errors.As(err, &me) {
-		t.Fatalf("claimBatched = %v, %v; want false and the server's error", granted, err)
+	if !errors.As(err, &me) {
+		t.Fatalf("batch = %v; want the server's error", err)
 	}
-	var n, inTx int
-	if err := pool.QueryRowContext(ctx, `SELECT n, @@in_transaction FROM counter WHERE id = 1`).Scan(&n, &inTx); err != nil {
+	if n, inTx := state(); n != 5 || inTx != 0 {
+		t.Fatalf("after the failed batch: n = %d, in_transaction = %d; want 5 (rolled back) and 0", n, inTx)
+	}
+	// The scan says no.
+	if err := batch(ctx, pool, decrement+` SELECT n FROM counter WHERE id = 1`, []any{1}, readN(false)); err != nil {
 		t.Fatal(err)
 	}
-	if n != 5 || inTx != 0 {
-		t.Fatalf("after the failed claim: n = %d, in_transaction = %d; want 5 (rolled back) and 0", n, inTx)
+	if n, inTx := state(); n != 5 || inTx != 0 {
+		t.Fatalf("after the refused batch: n = %d, in_transaction = %d; want 5 and 0", n, inTx)
 	}
-	// And one that succeeds reports each statement's outcome.
-	ok, err := claimBatched(ctx, pool, `START TRANSACTION; UPDATE counter SET n = n - 1 WHERE id = ? AND n > 0;
-UPDATE counter SET n = n + 0 * ? WHERE id = 1 AND ROW_COUNT() = 1`, []any{1, 1})
-	if err != nil || !ok {
-		t.Fatalf("claimBatched = %v, %v; want granted", ok, err)
+	// The scan fails.
+	if err := batch(ctx, pool, decrement+` SELECT n FROM counter WHERE id = 2`, []any{1}, readN(true)); err == nil {
+		t.Fatal("batch of a scan that failed: no error")
 	}
-	// A batch whose second statement matched nothing commits nothing.
-	ok, err = claimBatched(ctx, pool, `START TRANSACTION; UPDATE counter SET n = n - 1 WHERE id = ? AND n > 0;
-UPDATE counter SET n = n WHERE id = ? AND ROW_COUNT() = 1`, []any{1, 2})
-	if err != nil || ok {
-		t.Fatalf("claimBatched = %v, %v; want not granted", ok, err)
+	if n, inTx := state(); n != 5 || inTx != 0 {
+		t.Fatalf("after the failed scan: n = %d, in_transaction = %d; want 5 and 0", n, inTx)
 	}
-	if err := pool.QueryRowContext(ctx, `SELECT n, @@in_transaction FROM counter WHERE id = 1`).Scan(&n, &inTx); err != nil {
+	// The scan says yes.
+	if err := batch(ctx, pool, decrement+` SELECT n FROM counter WHERE id = 1`, []any{1}, readN(true)); err != nil {
 		t.Fatal(err)
 	}
-	if n != 4 || inTx != 0 {
-		t.Fatalf("after the granted and the refused batch: n = %d, in_transaction = %d; want 4 and 0", n, inTx)
+	if n, inTx := state(); n != 4 || inTx != 0 {
+		t.Fatalf("after the committed batch: n = %d, in_transaction = %d; want 4 and 0", n, inTx)
 	}
 }

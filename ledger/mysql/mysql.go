@@ -33,7 +33,7 @@ func Dialect() sqlcore.Dialect {
 		IsDuplicate:   func(err error) bool { return errNumber(err) == erDupEntry },
 		IsRetryable:   func(err error) bool { n := errNumber(err); return n == erLockDeadlock || n == erLockWaitTimeout },
 		IsUnavailable: isUnavailable,
-		ClaimBatched:  claimBatched,
+		Batch:         batch,
 		// UTC_TIMESTAMP, not NOW: the columns hold UTC whatever time_zone
 		// an operator's DSN sets. Like NOW it is one value for the whole
 		// statement.

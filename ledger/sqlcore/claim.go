@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
@@ -32,7 +33,7 @@ func (s *DB) Claim(ctx context.Context, req ledger.ClaimRequest) (*ledger.Grant,
 	now := s.now()
 	g := newGrant(req, now, "")
 	var err error
-	if s.d.ClaimBatched != nil && !s.Webhooks {
+	if s.batched() {
 		err = s.claimBatched(ctx, g)
 	} else {
 		err = s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -58,37 +59,175 @@ func (s *DB) Claim(ctx context.Context, req ledger.ClaimRequest) (*ledger.Grant,
 // outcome is unknown (ledger.ErrAmbiguous).
 var ErrInFlight = errors.New("sqlcore: the claim's outcome is unknown")
 
-// batchedClaimSQL is the claim's transaction but its COMMIT as one query,
-// for dialects with ClaimBatched: the same decrement and grant as claim,
-// the insert guarded by the decrement's ROW_COUNT(). Webhook events need
-// statements of their own, so with webhooks on the ordinary transaction
-// runs.
-const batchedClaimSQL = "START TRANSACTION; " + claimSQL + `;
-INSERT INTO grants (id, link_id, kind, account_id, status, created_at, client, session_id)
-SELECT ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1`
+// batched reports whether claims run as a batch (Dialect.Batch). Webhook
+// events need statements of their own, so with webhooks on the ordinary
+// transaction runs.
+func (s *DB) batched() bool { return s.d.Batch != nil && !s.Webhooks }
+
+// grantInsertSQL inserts the grant only when the decrement just before it
+// matched its row: ROW_COUNT() = 1. It reads the link id from the row
+// ({from}), so that a claim by token hash needs no id.
+const grantInsertSQL = `INSERT INTO grants (id, link_id, kind, account_id, status, created_at, client, session_id)
+SELECT ?, id, ?, ?, ?, ?, ?, ? FROM links WHERE {from} = ? AND ROW_COUNT() = 1`
+
+// grantedSQL reads whether the batch's grant exists: the outcome comes
+// from the row itself, not from what the server said of each statement.
+const grantedSQL = `(SELECT COUNT(*) FROM grants WHERE id = ?)`
+
+// batchedClaimSQL is the claim's transaction but its COMMIT, as one query
+// (Dialect.Batch): the same decrement and grant as claim.
+var batchedClaimSQL = "START TRANSACTION; " + claimSQL + ";\n" +
+	strings.Replace(grantInsertSQL, "{from}", "id", 1) + ";\nSELECT " + grantedSQL
 
 // claimBatched is Claim's transaction in two round trips (MySQL), with
 // the same rules as inTx: detached from the caller's cancellation within
 // Timeout, bounded retries of deadlocks, an unknown outcome ambiguous.
 func (s *DB) claimBatched(ctx context.Context, g *ledger.Grant) error {
+	args := []any{g.LinkID, s.dbNow(), g.AccountID}
+	args = append(args, s.grantArgs(g)...)
+	args = append(args, g.LinkID, g.ID)
+	var granted bool
+	err := s.batch(ctx, batchedClaimSQL, args, func(rows *sql.Rows) (bool, error) {
+		if !rows.Next() {
+			return false, errors.New("sqlcore: the batch read no row")
+		}
+		var n int
+		err := rows.Scan(&n)
+		granted = err == nil && n == 1
+		return granted, err
+	})
+	if err == nil && !granted {
+		return errNoRow
+	}
+	return err
+}
+
+// grantArgs are g's values for grantInsertSQL, before its {from} value.
+func (s *DB) grantArgs(g *ledger.Grant) []any {
+	return []any{g.ID, g.Kind, orNull(g.AccountID), g.Status, s.t(g.CreatedAt), g.Client, orNull(g.SessionID)}
+}
+
+// batch runs query through Dialect.Batch with inTx's rules: detached from
+// the caller's cancellation within Timeout, bounded retries of deadlocks,
+// a failed COMMIT ambiguous.
+func (s *DB) batch(ctx context.Context, query string, args []any, scan func(*sql.Rows) (bool, error)) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout())
 	defer cancel()
-	args := []any{g.LinkID, s.dbNow(), g.AccountID,
-		g.ID, g.LinkID, g.Kind, orNull(g.AccountID), g.Status, s.t(g.CreatedAt), g.Client, orNull(g.SessionID)}
-	var granted bool
-	err := s.retry(ctx, func() (err error) {
-		granted, err = s.d.ClaimBatched(ctx, s.db, s.q(batchedClaimSQL), args)
-		return err
-	})
+	err := s.retry(ctx, func() error { return s.d.Batch(ctx, s.db, s.q(query), args, scan) })
 	switch {
 	case errors.Is(err, ErrInFlight):
 		return fmt.Errorf("%w: %v", ledger.ErrAmbiguous, err)
+	case errors.Is(err, ledger.ErrNotFound):
+		return err
 	case err != nil:
 		return s.classify(err)
-	case !granted:
-		return errNoRow
 	}
 	return nil
+}
+
+// claimByTokenSQL is ClaimByToken's batch: the decrement of the link with
+// the token hash when a GET streams it at once, its grant, and the row as
+// the transaction sees it with the database's clock and whether the grant
+// exists.
+var claimByTokenSQL = `START TRANSACTION;
+UPDATE links SET remaining = remaining - 1
+WHERE token_hash = ? AND delivery = 'stream' AND (confirm = FALSE OR ?)
+  AND remaining > 0 AND revoked_at IS NULL AND expires_at > {now}
+  AND (account_id IS NULL OR account_id = ?);
+` + strings.Replace(grantInsertSQL, "{from}", "token_hash", 1) + `;
+SELECT ` + linkColumns + `, {now}, ` + grantedSQL + ` FROM links WHERE token_hash = ?`
+
+// ClaimByToken implements ledger.TokenClaimer: on MySQL as one batch and
+// its COMMIT (two round trips, where a lookup and then Claim take three);
+// elsewhere as one ordinary transaction that reads the row and claims it.
+func (s *DB) ClaimByToken(ctx context.Context, hash []byte, req ledger.ClaimRequest, confirmed bool) (*ledger.Link, *ledger.Grant, error) {
+	if !s.batched() {
+		return s.claimByTokenInTx(ctx, hash, req, confirmed)
+	}
+	g := newGrant(req, s.now(), "")
+	args := []any{hash, confirmed, s.dbNow(), req.AccountID}
+	args = append(args, s.grantArgs(g)...)
+	args = append(args, hash, s.dbNow(), g.ID, hash)
+	var (
+		l       *ledger.Link
+		granted bool
+	)
+	err := s.batch(ctx, claimByTokenSQL, args, func(rows *sql.Rows) (bool, error) {
+		if !rows.Next() {
+			if err := rows.Err(); err != nil {
+				return false, err
+			}
+			return false, ledger.ErrNotFound
+		}
+		var (
+			now timeCol
+			n   int
+			err error
+		)
+		l, err = scanLink(withMore(rows, &now, &n))
+		if err != nil {
+			return false, err
+		}
+		l.ReadAt = now.T
+		granted = n == 1
+		return granted, nil
+	})
+	switch {
+	case errors.Is(err, ledger.ErrAmbiguous):
+		// Only COMMIT can fail so: the row was read.
+		g.LinkID = l.ID
+		return l, g, err
+	case err != nil:
+		return nil, nil, err
+	case !granted:
+		return l, nil, nil
+	}
+	g.LinkID = l.ID
+	return l, g, nil
+}
+
+// claimByTokenInTx is ClaimByToken as one ordinary transaction: the row,
+// then, when a GET streams it at once, Claim's decrement and grant.
+func (s *DB) claimByTokenInTx(ctx context.Context, hash []byte, req ledger.ClaimRequest, confirmed bool) (*ledger.Link, *ledger.Grant, error) {
+	var (
+		l *ledger.Link
+		g *ledger.Grant
+	)
+	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var now timeCol
+		var err error
+		g = nil
+		l, err = scanLink(withNow(tx.QueryRowContext(ctx,
+			s.q(`SELECT `+linkColumns+`, {now} FROM links WHERE token_hash = ?`), s.dbNow(), hash), &now))
+		if err != nil {
+			return err
+		}
+		l.ReadAt = now.T
+		if l.Delivery != ledger.DeliveryStream || (l.Confirm && !confirmed) {
+			return nil
+		}
+		req.LinkID = l.ID
+		claim := newGrant(req, s.now(), "")
+		switch err := s.claim(ctx, tx, claim); {
+		case errors.Is(err, errNoRow):
+			return nil // not claimable: the caller's ordinary path explains it
+		case err != nil:
+			return err
+		}
+		if err := s.enqueueClaim(ctx, tx, claim, nil); err != nil {
+			return err
+		}
+		g = claim
+		l.Remaining--
+		return nil
+	})
+	switch {
+	case errors.Is(err, ledger.ErrAmbiguous):
+		return l, g, err
+	case err != nil:
+		return nil, nil, s.classify(err)
+	}
+	return l, g, nil
 }
 
 // errNoRow leaves a transaction whose conditional update matched nothing.

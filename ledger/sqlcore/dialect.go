@@ -24,13 +24,14 @@ type Dialect struct {
 	IsRetryable func(error) bool
 	// IsUnavailable reports a connection-level failure.
 	IsUnavailable func(error) bool
-	// ClaimBatched, when set, runs a claim's transaction (query: START
-	// TRANSACTION; the decrement; the grant insert guarded by ROW_COUNT() =
-	// 1) as one batch, then COMMIT or ROLLBACK by the batch's outcome: two
-	// round trips. It reports whether it granted. A failure of COMMIT
-	// wraps ErrInFlight. Nil (SQLite, where a statement is no round trip)
-	// uses the ordinary transaction.
-	ClaimBatched func(ctx context.Context, db *sql.DB, query string, args []any) (bool, error)
+	// Batch, when set, runs query — START TRANSACTION, then statements
+	// whose last is a SELECT of at most one row — in one round trip, hands
+	// that SELECT's rows to scan, and then sends COMMIT when scan reports
+	// true, else ROLLBACK: two round trips in all. COMMIT is never part of
+	// the batch, so a batch the server runs after the client gave up ends
+	// in a rollback. Only a failed COMMIT wraps ErrInFlight. Nil (SQLite,
+	// where a statement is no round trip) uses ordinary transactions.
+	Batch func(ctx context.Context, db *sql.DB, query string, args []any, scan func(*sql.Rows) (commit bool, err error)) error
 
 	// NowSQL is the database's current time in the timestamp columns'
 	// representation, in UTC, as an expression with one placeholder: a

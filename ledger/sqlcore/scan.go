@@ -62,11 +62,15 @@ func orNull(s string) any {
 // withNow scans one more column after the row's own: the {now} that a
 // query selected beside it, so a decision read with a row is explained by
 // the same clock that made it.
-func withNow(r rowScanner, now *timeCol) rowScanner { return nowScanner{r, now} }
+func withNow(r rowScanner, now *timeCol) rowScanner { return withMore(r, now) }
 
-type nowScanner struct {
-	r   rowScanner
-	now *timeCol
+// withMore scans the columns a query selected after the row's own into
+// more.
+func withMore(r rowScanner, more ...any) rowScanner { return moreScanner{r, more} }
+
+type moreScanner struct {
+	r    rowScanner
+	more []any
 }
 
-func (n nowScanner) Scan(dest ...any) error { return n.r.Scan(append(dest, n.now)...) }
+func (m moreScanner) Scan(dest ...any) error { return m.r.Scan(append(dest, m.more...)...) }

@@ -1,0 +1,165 @@
+package ledgertest
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dlgate/dlgate/ledger"
+)
+
+// claimByToken is ClaimByToken of l's token hash for account.
+func (e *env) claimByToken(tb testing.TB, hash []byte, account string, confirmed bool) (*ledger.Link, *ledger.Grant, error) {
+	tb.Helper()
+	tc, ok := e.l.(ledger.TokenClaimer)
+	if !ok {
+		tb.Fatalf("%T does not implement ledger.TokenClaimer", e.l)
+	}
+	return tc.ClaimByToken(e.ctx, hash, ledger.ClaimRequest{AccountID: account, Kind: ledger.KindStream, Client: "test"}, confirmed)
+}
+
+func exerciseClaimsByToken(t *testing.T, newLedger NewLedger) {
+	for _, k := range []int{1, 5} {
+		t.Run(fmt.Sprintf("HundredConcurrentClaimsByTokenAndByIDGrantExactlyRemaining/%d", k), func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, newLedger)
+			l := e.MustLink(t, k)
+			var byToken, byID atomic.Int64
+			releaseAll(t, 100, func(i int) error {
+				if i%2 == 0 {
+					got, g, err := e.claimByToken(t, l.TokenHash, "", false)
+					switch {
+					case err != nil:
+						return fmt.Errorf("ClaimByToken: %w", err)
+					case got == nil || got.ID != l.ID:
+						return fmt.Errorf("ClaimByToken returned link %+v, want %s", got, l.ID)
+					case g != nil:
+						if g.LinkID != l.ID {
+							return fmt.Errorf("grant of link %q, want %s", g.LinkID, l.ID)
+						}
+						byToken.Add(1)
+					}
+					return nil
+				}
+				_, err := e.claim(l, "")
+				switch {
+				case err == nil:
+					byID.Add(1)
+				case ledger.ReasonOf(err) != ledger.ReasonExhausted:
+					return fmt.Errorf("claim failed other than exhausted: %w", err)
+				}
+				return nil
+			})
+			if n := byToken.Load() + byID.Load(); n != int64(k) {
+				t.Fatalf("%d claims granted (%d by token, %d by id), want exactly %d", n, byToken.Load(), byID.Load(), k)
+			}
+			st := e.mustStatus(t, l.ID)
+			if st.Remaining != 0 || st.Grants[ledger.StatusGranted] != k {
+				t.Fatalf("remaining=%d grants=%v, want 0 and %d granted", st.Remaining, st.Grants, k)
+			}
+		})
+	}
+	t.Run("AGrantedClaimReturnsTheRowAfterIt", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		l := e.MustLink(t, 3, func(l *ledger.Link) { l.AccountID = "alice" })
+		got, g, err := e.claimByToken(t, l.TokenHash, "alice", false)
+		if err != nil || g == nil {
+			t.Fatalf("ClaimByToken = %v, %v; want a grant", g, err)
+		}
+		if got.ID != l.ID || got.Remaining != 2 || got.Filename != l.Filename || got.Object != l.Object || got.AccountID != "alice" {
+			t.Fatalf("row %+v; want link %s with remaining 2", got, l.ID)
+		}
+		if d := got.ReadAt.Sub(e.clock.Now()); d < -time.Second || d > time.Second {
+			t.Fatalf("ReadAt %v, the database's clock is %v", got.ReadAt, e.clock.Now())
+		}
+		if g.LinkID != l.ID || g.AccountID != "alice" || g.Kind != ledger.KindStream || g.Status != ledger.StatusGranted {
+			t.Fatalf("grant %+v", g)
+		}
+		st := e.mustStatus(t, l.ID)
+		if st.Remaining != 2 || st.Grants[ledger.StatusGranted] != 1 {
+			t.Fatalf("remaining=%d grants=%v, want 2 and 1 granted", st.Remaining, st.Grants)
+		}
+		// The grant is a grant like any other: it can be refunded.
+		if err := e.l.Refund(e.ctx, g.ID); err != nil {
+			t.Fatal(err)
+		}
+		if st := e.mustStatus(t, l.ID); st.Remaining != 3 {
+			t.Fatalf("remaining=%d after the refund, want 3", st.Remaining)
+		}
+	})
+	t.Run("UnknownTokenIsNotFound", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		if _, _, err := e.claimByToken(t, randomHash(t), "", false); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("err = %v, want ErrNotFound", err)
+		}
+	})
+	// Each of these links is returned unclaimed, with nothing spent, for
+	// the caller's ordinary path.
+	for _, c := range []struct {
+		name      string
+		edit      func(*ledger.Link)
+		account   string
+		confirmed bool
+		before    func(e *env, l *ledger.Link)
+	}{
+		{name: "SessionLink", edit: func(l *ledger.Link) { l.Delivery = ledger.DeliverySession }},
+		{name: "ConfirmLinkUnconfirmed", edit: func(l *ledger.Link) { l.Confirm = true }},
+		{name: "AccountBoundLinkAnonymous", edit: func(l *ledger.Link) { l.AccountID = "alice" }},
+		{name: "AccountBoundLinkOtherAccount", edit: func(l *ledger.Link) { l.AccountID = "alice" }, account: "mallory"},
+		{name: "Revoked", before: func(e *env, l *ledger.Link) {
+			if err := e.l.RevokeLink(e.ctx, l.ID); err != nil {
+				panic(err)
+			}
+		}},
+		{name: "ExpiredAtItsExpiry", before: func(e *env, l *ledger.Link) { e.clock.Set(l.ExpiresAt) }},
+		{name: "Exhausted", edit: func(l *ledger.Link) { l.Remaining = 0 }},
+	} {
+		t.Run("NotClaimed/"+c.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, newLedger)
+			edits := []func(*ledger.Link){}
+			if c.edit != nil {
+				edits = append(edits, c.edit)
+			}
+			l := e.MustLink(t, 2, edits...)
+			if c.before != nil {
+				c.before(e, l)
+			}
+			before := e.mustStatus(t, l.ID)
+			got, g, err := e.claimByToken(t, l.TokenHash, c.account, c.confirmed)
+			if err != nil || g != nil || got == nil || got.ID != l.ID {
+				t.Fatalf("ClaimByToken = %+v, %+v, %v; want the row, no grant, no error", got, g, err)
+			}
+			if got.Remaining != before.Remaining {
+				t.Fatalf("row remaining %d, want %d", got.Remaining, before.Remaining)
+			}
+			if st := e.mustStatus(t, l.ID); st.Remaining != before.Remaining || st.Grants[ledger.StatusGranted] != 0 {
+				t.Fatalf("remaining=%d grants=%v; want %d and none", st.Remaining, st.Grants, before.Remaining)
+			}
+		})
+	}
+	t.Run("ConfirmLinkConfirmedIsClaimed", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		l := e.MustLink(t, 1, func(l *ledger.Link) { l.Confirm = true })
+		if _, g, err := e.claimByToken(t, l.TokenHash, "", true); err != nil || g == nil {
+			t.Fatalf("ClaimByToken(confirmed) = %v, %v; want a grant", g, err)
+		}
+		if _, g, err := e.claimByToken(t, l.TokenHash, "", true); err != nil || g != nil {
+			t.Fatalf("second ClaimByToken of a 1-download link = %v, %v; want no grant", g, err)
+		}
+	})
+	t.Run("ClaimedOneMicrosecondBeforeExpiry", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		l := e.MustLink(t, 2)
+		e.clock.Set(l.ExpiresAt.Add(-time.Microsecond))
+		if _, g, err := e.claimByToken(t, l.TokenHash, "", false); err != nil || g == nil {
+			t.Fatalf("ClaimByToken 1µs before expiry = %v, %v; want a grant", g, err)
+		}
+	})
+}
