@@ -211,15 +211,10 @@ func (b *budgetTap) ensure() error {
 	if b.have > 0 {
 		return nil
 	}
-	// What another request of the session here gave back meanwhile.
-	if got := b.s.warm.take(b.sessionID, b.left); got > 0 {
-		b.have = got
-		return nil
-	}
 	// At least `ahead`, so that a run of small ranges draws once for
-	// many; what this response does not send stays warm for the next one.
+	// many: what this response cannot send stays warm for the others.
 	want := max(sessions.NextChunk(b.left, b.s.Chunk), b.ahead)
-	got, err := b.s.Ledger.DrawBytes(b.ctx, b.sessionID, want)
+	got, err := b.s.warm.fill(b.ctx, b.sessionID, b.left, want)
 	if errors.Is(err, ledger.ErrBudgetExhausted) {
 		// The rest may be drawn already, warm for this process's next
 		// request of the session: a request running alongside uses it.
@@ -230,7 +225,6 @@ func (b *budgetTap) ensure() error {
 	if err != nil {
 		return err
 	}
-	b.s.metrics.budgetDraw.Inc()
 	b.have = got
 	return nil
 }

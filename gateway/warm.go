@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/sessions"
 )
 
 // Warm sessions: what a process keeps of a transfer session between two
@@ -28,7 +29,7 @@ import (
 const (
 	DefaultWarmIdle   = time.Second
 	DefaultWarmRowTTL = time.Second
-	DefaultWarmBudget = 1 << 20
+	DefaultWarmBudget = sessions.DefaultChunk
 )
 
 type warmSessions struct {
@@ -44,9 +45,10 @@ type warmSession struct {
 	row              *ledger.Session
 	rowAt            time.Time // monotonic: when row was read
 	idle             []*slotLease
-	budget           int64 // drawn, unsent, free for the next request
-	busy             int   // requests of this process using it now
-	waiting          int   // of them, waiting in takeBudget
+	budget           int64         // drawn, unsent, free for the next request
+	drawn            chan struct{} // while a request of this process draws for it: closed when done
+	busy             int           // requests of this process using it now
+	waiting          int           // of them, waiting in takeBudget
 	wake             chan struct{}
 	timer            *time.Timer
 }
@@ -129,18 +131,56 @@ func (w *warmSessions) begin(ctx context.Context, x *ledger.Session, need int64)
 	return l, budget, nil
 }
 
-// take hands up to most bytes of the budget kept warm for a session to a
-// request of it, without waiting.
-func (w *warmSessions) take(sessionID string, most int64) int64 {
+// fill hands a request of the session up to most bytes of its budget:
+// what this process keeps for the session, or else the yield of a draw of
+// want bytes, one draw at a time per session. A request that finds the
+// kept budget empty while another request draws waits for that draw and
+// takes from what it brought: the rest of a draw, beyond most, is kept
+// for the session's other requests here, so that concurrent small ranges
+// share one draw instead of each drawing a chunk of its own. Errors:
+// DrawBytes's, or the context's.
+func (w *warmSessions) fill(ctx context.Context, sessionID string, most, want int64) (int64, error) {
+	w.mu.Lock()
+	e := w.byID[sessionID]
+	for e != nil && e.budget == 0 && e.drawn != nil {
+		drawn := e.drawn
+		w.mu.Unlock()
+		select {
+		case <-drawn:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		w.mu.Lock()
+	}
+	if e != nil && e.budget > 0 {
+		got := min(e.budget, most)
+		e.budget -= got
+		w.mu.Unlock()
+		return got, nil
+	}
+	var drawn chan struct{}
+	if e != nil {
+		drawn = make(chan struct{})
+		e.drawn = drawn
+	}
+	w.mu.Unlock()
+	got, err := w.s.Ledger.DrawBytes(ctx, sessionID, want)
+	if err == nil {
+		w.s.metrics.budgetDraw.Inc()
+	}
+	if e == nil {
+		return got, err
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	e := w.byID[sessionID]
-	if e == nil {
-		return 0
+	e.drawn = nil
+	close(drawn)
+	mine := min(got, most)
+	e.budget += got - mine
+	if e.budget > 0 {
+		e.changed() // for requests waiting in takeBudget
 	}
-	got := min(e.budget, most)
-	e.budget -= got
-	return got
+	return mine, err
 }
 
 // takeBudget hands the budget kept warm for a session to a request that
@@ -229,7 +269,10 @@ func (w *warmSessions) end(sessionID string, l *slotLease, unsent int64, complet
 				give, e.budget = e.budget-w.s.WarmBudget, w.s.WarmBudget
 			}
 		} else {
-			give = unsent
+			// Nothing is kept after a failed or cut response, not even
+			// the rest of a draw it made for the session's others: the
+			// client may well retry through another process.
+			give, e.budget = unsent+e.budget, 0
 		}
 		e.busy--
 		e.changed()
