@@ -101,6 +101,15 @@ func (e *env) mustStatus(tb testing.TB, id string) *ledger.LinkStatus {
 	return st
 }
 
+// mustBeSpent fails unless link id has no allowance left and exactly k
+// granted claims.
+func (e *env) mustBeSpent(tb testing.TB, id string, k int) {
+	tb.Helper()
+	if st := e.mustStatus(tb, id); st.Remaining != 0 || st.Grants[ledger.StatusGranted] != k {
+		tb.Fatalf("remaining=%d grants=%v, want 0 and %d granted", st.Remaining, st.Grants, k)
+	}
+}
+
 func (e *env) claim(l *ledger.Link, account string) (*ledger.Grant, error) {
 	return e.l.Claim(e.ctx, ledger.ClaimRequest{LinkID: l.ID, AccountID: account, Kind: ledger.KindStream, Client: "test"})
 }
