@@ -205,6 +205,26 @@ type MintRequest struct {
 	// requests are decided by a unique key, so they make one session.
 	// IdempotencyKey is ignored with Affinity.
 	Affinity bool
+	// AffinityKeys name the client within the (link, account) scope when
+	// it is not the account itself (nil: the verified account of an
+	// account-bound link): opaque keys of at most 64 visible ASCII
+	// characters, such as "c:" and a cookie's client id, or "u:" and a
+	// hash of the address and User-Agent. The session is looked up by the
+	// first key that ever had one (see AffinitySession); a new one is
+	// decided by the unique key of the key it was found under, or of the
+	// last key when none was, and is registered under every key, so that
+	// a later request found by any of them is sent to it.
+	AffinityKeys []string
+}
+
+// MaxAffinityKey is the longest client key of MintRequest.AffinityKeys.
+const MaxAffinityKey = 64
+
+// Usable reports whether s can still serve bytes at now with budget left:
+// what session affinity (SPEC §5) asks of a session before sending a
+// client back to it.
+func (s *Session) Usable(now time.Time) bool {
+	return s.Refusal(now) == "" && s.BytesDrawn < s.ByteBudget
 }
 
 // SweepResult counts what one Sweep call did.
@@ -273,10 +293,13 @@ type Ledger interface {
 	// idempotency key already used for (link, account) it returns the
 	// existing session and created=false, claiming nothing. Errors as Claim.
 	MintSession(ctx context.Context, req MintRequest) (s *Session, created bool, err error)
-	// AffinitySession returns the live session that session affinity
-	// (SPEC §5) gave account on the link. Errors: ErrNotFound when there is
-	// none (or it died), ErrUnavailable.
-	AffinitySession(ctx context.Context, linkID, account string) (*Session, error)
+	// AffinitySession returns the usable session (live, budget left)
+	// that session affinity (SPEC §5) gave the client on the link: the
+	// account when keys is nil, else the newest session of the first of
+	// keys that ever had one (see MintRequest.AffinityKeys). Errors:
+	// ErrNotFound when there is none (or it died), ErrInvalid,
+	// ErrUnavailable.
+	AffinitySession(ctx context.Context, linkID, account string, keys []string) (*Session, error)
 	// SessionByTokenHash returns the session with its link's revocation.
 	// Errors: ErrNotFound.
 	SessionByTokenHash(ctx context.Context, hash []byte) (*Session, error)

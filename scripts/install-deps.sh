@@ -2,7 +2,7 @@
 # install-deps.sh installs what the test suite runs against, and only what is
 # missing, so running it again is cheap:
 #   - Debian packages: mariadb-server (mariadbd, mariadb-install-db),
-#     mariadb-client, aria2, curl, wget, chromium — as root only; otherwise it lists
+#     mariadb-client, aria2, curl, wget, lftp, axel, wget2, chromium — as root only; otherwise it lists
 #     what is missing and goes on (tests then skip, or fail under
 #     GATEWAY_TEST_STRICT=1);
 #   - versitygw (S3 server with versioning) into ./bin with `go install`.
@@ -42,6 +42,11 @@ need mariadb-client /usr/bin/mariadb
 need aria2 aria2c
 need curl curl
 need wget wget
+# The other download managers the e2e tool reports drive (lftp pget, axel,
+# wget2).
+need lftp lftp
+need axel axel
+need wget2 wget2
 # Headless Chromium for the browser e2e tests (driven by chromedp); a font so
 # that screenshots show text.
 need chromium /usr/bin/chromium

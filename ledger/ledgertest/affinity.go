@@ -55,7 +55,7 @@ func exerciseAffinity(t *testing.T, newLedger NewLedger) {
 			t.Fatalf("after affinity mints: %+v, want one claim", st)
 		}
 		for id := range ids {
-			got, err := e.l.AffinitySession(e.ctx, l.ID, "alice")
+			got, err := e.l.AffinitySession(e.ctx, l.ID, "alice", nil)
 			if err != nil || got.ID != id {
 				t.Fatalf("AffinitySession = %+v, %v; want %s", got, err, id)
 			}
@@ -72,7 +72,7 @@ func exerciseAffinity(t *testing.T, newLedger NewLedger) {
 		if err := e.l.RevokeSession(e.ctx, first.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.l.AffinitySession(e.ctx, l.ID, "alice"); !errors.Is(err, ledger.ErrNotFound) {
+		if _, err := e.l.AffinitySession(e.ctx, l.ID, "alice", nil); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("AffinitySession of a revoked session: %v, want ErrNotFound", err)
 		}
 		var (
@@ -111,7 +111,7 @@ func exerciseAffinity(t *testing.T, newLedger NewLedger) {
 		}
 		_, _, err := e.mintAffinity(l, "mallory")
 		wantReason(t, err, ledger.ReasonWrongAccount)
-		if _, err := e.l.AffinitySession(e.ctx, l.ID, "mallory"); !errors.Is(err, ledger.ErrNotFound) {
+		if _, err := e.l.AffinitySession(e.ctx, l.ID, "mallory", nil); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("AffinitySession for another account: %v, want ErrNotFound", err)
 		}
 	})

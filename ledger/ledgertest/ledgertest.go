@@ -45,6 +45,7 @@ func Exercise(t *testing.T, newLedger NewLedger) {
 	t.Run("Caps", func(t *testing.T) { exerciseCaps(t, newLedger) })
 	t.Run("Listing", func(t *testing.T) { exerciseListing(t, newLedger) })
 	t.Run("Affinity", func(t *testing.T) { exerciseAffinity(t, newLedger) })
+	t.Run("ClientAffinity", func(t *testing.T) { exerciseClientAffinity(t, newLedger) })
 	t.Run("Objects", func(t *testing.T) { exerciseObjects(t, newLedger) })
 	t.Run("Inputs", func(t *testing.T) { exerciseInputs(t, newLedger) })
 }

@@ -55,20 +55,33 @@ func (s *DB) MintSession(ctx context.Context, req ledger.MintRequest) (*ledger.S
 		return nil, false, fmt.Errorf("%w: session expiry outside %v..%v", ledger.ErrInvalid, storableMin, storableMax)
 	}
 	req.Claim.Kind = ledger.KindSession
+	var aliases []string
 	if req.Affinity {
-		prev, now, err := s.latestAffinity(ctx, req.Claim.LinkID, req.Claim.AccountID)
+		if err := validAffinityKeys(req.AffinityKeys); err != nil {
+			return nil, false, err
+		}
+		prev, key, now, err := s.latestAffinity(ctx, req.Claim.LinkID, req.Claim.AccountID, req.AffinityKeys)
 		switch {
-		case err == nil && prev.Refusal(now) == "":
+		case err == nil && prev.Usable(now):
 			return prev, false, nil
 		case err == nil:
-			// The account's session died: the next one is keyed by the
+			// The client's session died: the next one is keyed by the
 			// dead one, so concurrent requests that saw it die still
 			// make only one.
-			req.IdempotencyKey = affinityPrefix + prev.ID
+			req.IdempotencyKey = affinityKey(key, prev.ID)
 		case errors.Is(err, ledger.ErrNotFound):
-			req.IdempotencyKey = affinityPrefix + "first"
+			key = ""
+			if n := len(req.AffinityKeys); n > 0 {
+				key = req.AffinityKeys[n-1]
+			}
+			req.IdempotencyKey = affinityKey(key, "first")
 		default:
 			return nil, false, err
+		}
+		for _, k := range req.AffinityKeys {
+			if k != key {
+				aliases = append(aliases, affinityKey(k, "= "+req.SessionID))
+			}
 		}
 	}
 	for attempt := 0; attempt < 3; attempt++ {
@@ -84,6 +97,14 @@ VALUES (?, ?, ?, ?, {now})`), req.Claim.LinkID, req.Claim.AccountID, req.Idempot
 					if s.d.IsDuplicate(err) {
 						return errDuplicate
 					}
+					return err
+				}
+			}
+			// The client's other keys find the same session; each row
+			// names the session, so none can collide with another.
+			for _, k := range aliases {
+				if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO session_idempotency (link_id, scope, idem_key, session_id, created_at)
+VALUES (?, ?, ?, ?, {now})`), req.Claim.LinkID, req.Claim.AccountID, k, req.SessionID, s.dbNow()); err != nil {
 					return err
 				}
 			}
@@ -154,29 +175,96 @@ WHERE k.link_id = ? AND k.scope = ? AND k.idem_key = ?`, req.Claim.LinkID, req.C
 // collide with one.
 const affinityPrefix = "affinity "
 
-// latestAffinity returns the newest session that affinity gave account on
-// the link, live or not, and the database's clock when it was read: whether
-// it is still live decides between reusing it and claiming again, so that
-// is the database's call, not this process's. Errors: ErrNotFound.
-func (s *DB) latestAffinity(ctx context.Context, linkID, account string) (*ledger.Session, time.Time, error) {
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	var now timeCol
-	x, err := scanSession(withNow(s.db.QueryRowContext(ctx, s.q(`SELECT `+sessionColumns+`, {now}`+sessionFrom+`
-JOIN session_idempotency k ON k.session_id = s.id
-WHERE k.link_id = ? AND k.scope = ? AND k.idem_key LIKE ?
-ORDER BY k.created_at DESC, k.session_id DESC LIMIT 1`), s.dbNow(), linkID, account, affinityPrefix+"%"), &now))
-	return x, now.T, s.classify(err)
+// affinityKey is the idempotency key of a client key's row: "affinity
+// first" and "affinity <dead session id>" decide an account's sessions
+// (the form before client keys, kept so live sessions survive an
+// upgrade); "affinity K first", "affinity K <dead id>" decide client K's,
+// and "affinity K = <id>" registers a session another of its keys decided.
+// Client keys hold no space, so the rows of K are exactly those between
+// "affinity K " and "affinity K!" in the binary collation both engines
+// use for the column: a range of the primary key, not a LIKE (whose _
+// is a wildcard, and _ is in base64url).
+func affinityKey(key, rest string) string {
+	if key == "" {
+		return affinityPrefix + rest
+	}
+	return affinityPrefix + key + " " + rest
 }
 
-// AffinitySession returns the account's live affinity session of the
-// link. Errors: ErrNotFound, ErrUnavailable.
-func (s *DB) AffinitySession(ctx context.Context, linkID, account string) (*ledger.Session, error) {
-	x, now, err := s.latestAffinity(ctx, linkID, account)
+func validAffinityKeys(keys []string) error {
+	for _, k := range keys {
+		if k == "" || len(k) > ledger.MaxAffinityKey {
+			return fmt.Errorf("%w: an affinity key is 1 to %d characters", ledger.ErrInvalid, ledger.MaxAffinityKey)
+		}
+		for i := 0; i < len(k); i++ {
+			if k[i] <= 0x20 || k[i] > 0x7e {
+				return fmt.Errorf("%w: an affinity key is visible ASCII", ledger.ErrInvalid)
+			}
+		}
+	}
+	return nil
+}
+
+// latestAffinity returns the newest session that affinity gave the client
+// on the link, live or not, the client key it was found under ("" for the
+// account) and the database's clock when it was read: whether it is still
+// usable decides between reusing it and claiming again, so that is the
+// database's call, not this process's. The first of keys that has any
+// row wins, in one query. Errors: ErrNotFound.
+func (s *DB) latestAffinity(ctx context.Context, linkID, account string, keys []string) (*ledger.Session, string, time.Time, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var (
+		now   timeCol
+		found string
+		where strings.Builder
+		order strings.Builder
+		args  = []any{s.dbNow(), linkID, account}
+		oargs []any
+	)
+	if len(keys) == 0 {
+		where.WriteString(`k.idem_key LIKE ?`)
+		args = append(args, affinityPrefix+"%")
+	} else {
+		order.WriteString(`CASE`)
+		for i, k := range keys {
+			if i > 0 {
+				where.WriteString(` OR `)
+			}
+			lo, hi := affinityKey(k, ""), affinityPrefix+k+"!"
+			where.WriteString(`(k.idem_key >= ? AND k.idem_key < ?)`)
+			args = append(args, lo, hi)
+			fmt.Fprintf(&order, ` WHEN k.idem_key >= ? AND k.idem_key < ? THEN %d`, i)
+			oargs = append(oargs, lo, hi)
+		}
+		order.WriteString(` END, `)
+	}
+	x, err := scanSession(withMore(s.db.QueryRowContext(ctx, s.q(`SELECT `+sessionColumns+`, {now}, k.idem_key`+sessionFrom+`
+JOIN session_idempotency k ON k.session_id = s.id
+WHERE k.link_id = ? AND k.scope = ? AND (`+where.String()+`)
+ORDER BY `+order.String()+`k.created_at DESC, k.session_id DESC LIMIT 1`), append(args, oargs...)...), &now, &found))
+	if err != nil {
+		return nil, "", time.Time{}, s.classify(err)
+	}
+	for _, k := range keys {
+		if strings.HasPrefix(found, affinityKey(k, "")) {
+			return x, k, now.T, nil
+		}
+	}
+	return x, "", now.T, nil
+}
+
+// AffinitySession returns the client's usable affinity session of the
+// link. Errors: ErrNotFound, ErrInvalid, ErrUnavailable.
+func (s *DB) AffinitySession(ctx context.Context, linkID, account string, keys []string) (*ledger.Session, error) {
+	if err := validAffinityKeys(keys); err != nil {
+		return nil, err
+	}
+	x, _, now, err := s.latestAffinity(ctx, linkID, account, keys)
 	if err != nil {
 		return nil, err
 	}
-	if x.Refusal(now) != "" {
+	if !x.Usable(now) {
 		return nil, ledger.ErrNotFound
 	}
 	return x, nil
