@@ -106,9 +106,9 @@ func (f *fakeLedger) MintSession(ctx context.Context, req ledger.MintRequest) (*
 	return f.Ledger.MintSession(ctx, req)
 }
 
-func (f *fakeLedger) AffinitySession(ctx context.Context, linkID, account string) (*ledger.Session, error) {
+func (f *fakeLedger) AffinitySession(ctx context.Context, linkID, account string, keys []string) (*ledger.Session, error) {
 	f.count("AffinitySession")
-	return f.Ledger.AffinitySession(ctx, linkID, account)
+	return f.Ledger.AffinitySession(ctx, linkID, account, keys)
 }
 
 func (f *fakeLedger) SessionByTokenHash(ctx context.Context, hash []byte) (*ledger.Session, error) {

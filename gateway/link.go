@@ -193,7 +193,7 @@ func (s *Server) rangeOnLink(w http.ResponseWriter, r *http.Request, l *ledger.L
 		refuseRange(w, r)
 		return
 	}
-	x, err := s.Ledger.AffinitySession(r.Context(), l.ID, c.Account)
+	x, err := s.Ledger.AffinitySession(r.Context(), l.ID, c.Account, nil)
 	if errors.Is(err, ledger.ErrNotFound) {
 		refuseRange(w, r)
 		return
