@@ -93,9 +93,13 @@ type Config struct {
 	// SessionByteBudget is GATEWAY_SESSION_BYTE_BUDGET in bytes; 0 means
 	// "2 × object size, minimum 1 MiB" (SPEC §4).
 	SessionByteBudget     int64
-	SessionMaxConcurrency int           // GATEWAY_SESSION_MAX_CONCURRENCY
-	SlotLease             time.Duration // GATEWAY_SLOT_LEASE
-	SweepInterval         time.Duration // GATEWAY_SWEEP_INTERVAL
+	SessionMaxConcurrency int // GATEWAY_SESSION_MAX_CONCURRENCY
+	// SessionAffinity is GATEWAY_SESSION_AFFINITY (SPEC §5): "client"
+	// (the default), "account" or "off"; the gateway package owns the
+	// modes' meaning.
+	SessionAffinity string
+	SlotLease       time.Duration // GATEWAY_SLOT_LEASE
+	SweepInterval   time.Duration // GATEWAY_SWEEP_INTERVAL
 
 	// ObjectRetention is GATEWAY_OBJECT_RETENTION: how long a version the
 	// gateway stored is kept once every link pinning it is dead (SPEC §6);
@@ -157,6 +161,7 @@ func Default() *Config {
 		LogFormat:             "text",
 		SessionTTL:            DefaultSessionTTL,
 		SessionMaxConcurrency: DefaultSessionMaxConcurrency,
+		SessionAffinity:       "client",
 		SlotLease:             DefaultSlotLease,
 		SweepInterval:         DefaultSweepInterval,
 		ObjectRetention:       DefaultObjectRetention,
@@ -424,6 +429,11 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxConnections < 1 {
 		return bad("MAX_CONNECTIONS", "must be at least 1, got %d", c.MaxConnections)
+	}
+	switch c.SessionAffinity {
+	case "client", "account", "off":
+	default:
+		return bad("SESSION_AFFINITY", `must be "client", "account" or "off", got %q`, c.SessionAffinity)
 	}
 	if c.SessionMaxConcurrency < 1 {
 		return bad("SESSION_MAX_CONCURRENCY", "must be at least 1, got %d", c.SessionMaxConcurrency)

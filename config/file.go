@@ -42,6 +42,7 @@ type fileConfig struct {
 	SessionTTL            fileValue `yaml:"session_ttl"`
 	SessionByteBudget     fileValue `yaml:"session_byte_budget"`
 	SessionMaxConcurrency fileValue `yaml:"session_max_concurrency"`
+	SessionAffinity       fileValue `yaml:"session_affinity"`
 	SlotLease             fileValue `yaml:"slot_lease"`
 	SweepInterval         fileValue `yaml:"sweep_interval"`
 	ObjectRetention       fileValue `yaml:"object_retention"`

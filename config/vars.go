@@ -52,6 +52,7 @@ var vars = []variable{
 	{name: "SESSION_TTL", arg: "DURATION", usage: "default transfer session lifetime", ptr: func(c *Config) any { return &c.SessionTTL }},
 	{name: "SESSION_BYTE_BUDGET", arg: "BYTES", usage: "default session byte budget; 0 means 2 × object size, minimum 1 MiB", ptr: func(c *Config) any { return &c.SessionByteBudget }},
 	{name: "SESSION_MAX_CONCURRENCY", arg: "N", usage: "default concurrent requests per session", ptr: func(c *Config) any { return &c.SessionMaxConcurrency }},
+	{name: "SESSION_AFFINITY", arg: "MODE", usage: `who is sent back to their session by a link URL instead of claiming again: "client" (account, else cookie, else address and User-Agent), "account" or "off"`, ptr: func(c *Config) any { return &c.SessionAffinity }},
 	{name: "SLOT_LEASE", arg: "DURATION", usage: "lease of a session's concurrency slot; a crashed process's slots lapse after it", ptr: func(c *Config) any { return &c.SlotLease }},
 	{name: "PREVIEW_AGENTS", arg: "LIST", usage: `comma-separated user-agent tokens of link previewers, replacing the built-in list ("none": no agent)`, ptr: func(c *Config) any { return &c.PreviewAgents }},
 	{name: "PREVIEW_DETAILS", usage: "show file name and size in link previews", ptr: func(c *Config) any { return &c.PreviewDetails }},

@@ -106,15 +106,20 @@ func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 	}
 	c, authErr := s.authenticate(r)
 	// A Range on the link URL would spend a download on a fragment; it is
-	// refused before anything is looked up or claimed (SPEC §3 step 2),
-	// unless a verified account may be sent to its session (§5).
+	// refused before anything is claimed (SPEC §3 step 2), and before
+	// anything is looked up unless the client may be sent to its session
+	// (§5).
 	ranged := r.Method != http.MethodPost && r.Header.Get("Range") != ""
-	if ranged && (authErr != nil || c.Account == "") {
+	if ranged && (authErr != nil || (c.Account == "" && s.affinityMode() != AffinityClient) || s.affinityMode() == AffinityOff) {
 		refuseRange(w, r)
 		return
 	}
 	if authErr != nil {
 		s.refuseCredential(w, r, authErr)
+		return
+	}
+	if ranged {
+		s.rangeOnLink(w, r, tok, c)
 		return
 	}
 	why := ""
@@ -144,8 +149,7 @@ func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 	} else if !admit(w, r, l, c) {
 		return
 	}
-	if ranged {
-		s.rangeOnLink(w, r, l, c)
+	if r.Method == http.MethodHead && why == "" && !l.Confirm && s.headToSession(w, r, l, c) {
 		return
 	}
 	if r.Method != http.MethodPost && (why != "" || l.Confirm || r.Method == http.MethodHead) {
@@ -160,7 +164,7 @@ func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if l.Delivery == ledger.DeliverySession {
-		s.mintAndAnswer(w, r, l, c, mintOptions{redirect: true, affinity: hasAffinity(l, c)})
+		s.mintAndAnswer(w, r, l, c, mintOptions{redirect: true, affinity: s.affinityOf(r, l, c)})
 		return
 	}
 	s.stream(w, r, l, c)
@@ -177,33 +181,69 @@ func refuseRange(w http.ResponseWriter, r *http.Request) {
 		"Range requests are served by transfer sessions: POST /d/{token}/sessions with this link's token, then send ranges to the session_url.")
 }
 
-// hasAffinity reports whether c's requests on l go to c's one session of
-// it (SPEC §5): an account-bound link with delivery session, and its
-// account verified. Anonymous links never use affinity.
-func hasAffinity(l *ledger.Link, c auth.Caller) bool {
-	return l.AccountID != "" && l.Delivery == ledger.DeliverySession && c.Account == l.AccountID
-}
-
-// rangeOnLink answers a Range GET or HEAD on a link URL by a verified
-// account: 303 to its live affinity session, so a download manager
-// pointed at the link URL splits and resumes through one session; 409
-// otherwise. It never claims.
-func (s *Server) rangeOnLink(w http.ResponseWriter, r *http.Request, l *ledger.Link, c auth.Caller) {
-	if !hasAffinity(l, c) {
-		refuseRange(w, r)
-		return
-	}
-	x, err := s.Ledger.AffinitySession(r.Context(), l.ID, c.Account, nil)
+// rangeOnLink answers a Range GET or HEAD on a link URL: 303 to the
+// client's usable session of it (SPEC §5), so a download manager pointed
+// at the link URL splits and resumes through one session; 409 otherwise,
+// an unknown link and an anonymous caller of an account-bound one
+// included (SPEC §3: step 2 comes before step 3). It never claims. Only
+// the link's immutable delivery mode and account are read before the
+// affinity lookup, which judges the session and its link itself, so the
+// row this process cached serves.
+func (s *Server) rangeOnLink(w http.ResponseWriter, r *http.Request, tok string, c auth.Caller) {
+	l, err := s.links.get(r.Context(), s.Ledger, token.Hash(tok))
 	if errors.Is(err, ledger.ErrNotFound) {
 		refuseRange(w, r)
 		return
 	}
 	if err != nil {
-		s.fail(w, r, err, probLinkUnavailable, "link_id", l.ID)
+		s.fail(w, r, err, probLinkUnavailable)
+		return
+	}
+	x, ok := s.affinitySession(w, r, l, c)
+	if !ok {
+		return
+	}
+	if x == nil {
+		refuseRange(w, r)
 		return
 	}
 	s.log.InfoContext(r.Context(), "range sent to the affinity session", "link_id", l.ID, "session_id", x.ID)
 	s.answerSession(w, r, x, http.StatusSeeOther)
+}
+
+// headToSession answers a HEAD of a session-delivery link URL with 303 to
+// the client's usable session, as its GET would (SPEC §5); it reports
+// whether it answered. Without such a session HEAD goes on to the
+// headers a GET's claim would give.
+func (s *Server) headToSession(w http.ResponseWriter, r *http.Request, l *ledger.Link, c auth.Caller) bool {
+	x, ok := s.affinitySession(w, r, l, c)
+	if !ok || x == nil {
+		return !ok
+	}
+	s.log.InfoContext(r.Context(), "affinity session reused", "link_id", l.ID, "session_id", x.ID)
+	s.answerSession(w, r, x, http.StatusSeeOther)
+	return true
+}
+
+// affinitySession returns the client's usable session of l, nil when it
+// has none (or affinity does not apply); ok=false when it answered itself
+// (database trouble).
+func (s *Server) affinitySession(w http.ResponseWriter, r *http.Request, l *ledger.Link, c auth.Caller) (*ledger.Session, bool) {
+	a := s.affinityOf(r, l, c)
+	if !a.on {
+		return nil, true
+	}
+	x, err := s.Ledger.AffinitySession(r.Context(), l.ID, c.Account, a.lookup)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return nil, true
+	}
+	if err != nil {
+		s.fail(w, r, err, probLinkUnavailable, "link_id", l.ID)
+		return nil, false
+	}
+	s.noteAffinity(r, "reused")
+	s.metrics.sessions.WithLabelValues("affinity").Inc()
+	return x, true
 }
 
 // answerWithoutClaim answers the GET or HEAD of /d/{token} that claims nothing: a

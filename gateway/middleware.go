@@ -22,6 +22,10 @@ type reqInfo struct {
 	route  string
 	public bool
 	client string // the client address once the caller was authenticated
+	// affinity says how session affinity answered a link URL (SPEC §5):
+	// "reused" when the request was sent to the client's existing
+	// session instead of claiming, "minted" when it claimed one.
+	affinity string
 }
 
 func infoOf(r *http.Request) *reqInfo {
@@ -150,7 +154,16 @@ func (s *Server) accessLog(r *http.Request, info *reqInfo, rec *recorder, start 
 	}
 	s.log.LogAttrs(r.Context(), level, accessMessage, slog.String("method", r.Method), slog.Int("status", status),
 		slog.Int64("bytes", rec.bytes), slog.String("duration_ms", strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64)),
-		slog.String("client", client), slog.String("user_agent", userAgent(r, 80)))
+		slog.String("client", client), slog.String("user_agent", userAgent(r, 80)), affinityAttr(info))
+}
+
+// affinityAttr is the access line's record of session affinity, when the
+// request had any.
+func affinityAttr(info *reqInfo) slog.Attr {
+	if info.affinity == "" {
+		return slog.Attr{}
+	}
+	return slog.String("affinity", info.affinity)
 }
 
 // accessMessage is the message of access lines.

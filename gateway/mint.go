@@ -75,9 +75,9 @@ func (s *Server) handleMint(w http.ResponseWriter, r *http.Request) {
 
 // mintOptions say how mintAndAnswer mints and answers.
 type mintOptions struct {
-	key      string // Idempotency-Key, "" for none
-	redirect bool   // answer 303 to the session (GET of a session-delivery link)
-	affinity bool   // reuse the account's live session of the link (SPEC §5)
+	key      string   // Idempotency-Key, "" for none
+	redirect bool     // answer 303 to the session (GET of a session-delivery link)
+	affinity affinity // reuse the client's usable session of the link (SPEC §5)
 }
 
 // mintAndAnswer claims and mints a session for l, then answers 201/200
@@ -97,7 +97,8 @@ func (s *Server) mintAndAnswer(w http.ResponseWriter, r *http.Request, l *ledger
 		MaxConcurrency: slots,
 		ExpiresAt:      sessions.SessionExpiry(s.dbTime(l.ReadAt), l.ExpiresAt, ttl),
 		IdempotencyKey: o.key,
-		Affinity:       o.affinity,
+		Affinity:       o.affinity.on,
+		AffinityKeys:   o.affinity.keys,
 	})
 	if err != nil {
 		s.metrics.claims.WithLabelValues(ledger.KindSession, reasonOf(err)).Inc()
@@ -112,8 +113,15 @@ func (s *Server) mintAndAnswer(w http.ResponseWriter, r *http.Request, l *ledger
 		s.metrics.claims.WithLabelValues(ledger.KindSession, "granted").Inc()
 		s.metrics.sessions.WithLabelValues("created").Inc()
 		s.log.InfoContext(r.Context(), "session minted", attrs...)
-	case o.affinity:
+		if o.affinity.on {
+			s.noteAffinity(r, "minted")
+			if o.affinity.cookie != "" {
+				s.setAffinityCookie(w, r, o.affinity.cookie, x)
+			}
+		}
+	case o.affinity.on:
 		s.metrics.sessions.WithLabelValues("affinity").Inc()
+		s.noteAffinity(r, "reused")
 		s.log.InfoContext(r.Context(), "affinity session reused", attrs...)
 	default:
 		s.metrics.sessions.WithLabelValues("replayed").Inc()

@@ -78,6 +78,9 @@ type Options struct {
 	// Previews recognises link previewers and prefetches (SPEC §8);
 	// default preview.Default().
 	Previews PreviewDetector
+	// Affinity is GATEWAY_SESSION_AFFINITY (SPEC §5): AffinityClient
+	// (the default when empty), AffinityAccount or AffinityOff.
+	Affinity string
 	// HidePreviewDetails keeps file name and size out of previews
 	// (GATEWAY_PREVIEW_DETAILS=false).
 	HidePreviewDetails bool
@@ -115,6 +118,9 @@ func (s *Server) Drain() { s.draining.Store(true) }
 func New(opts Options) (*Server, error) {
 	if opts.Ledger == nil || opts.Store == nil || len(opts.Secret) < 16 || opts.PublicURL == "" {
 		return nil, errors.New("gateway: ledger, store, a secret of at least 16 bytes and a public URL are required")
+	}
+	if opts.Affinity != "" && !ValidAffinity(opts.Affinity) {
+		return nil, errors.New("gateway: session affinity must be client, account or off")
 	}
 	for _, p := range opts.SecretPrevious {
 		if len(p) < 16 {

@@ -252,7 +252,8 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		Defaults:  sessions.Defaults{TTL: cfg.SessionTTL, ByteBudget: cfg.SessionByteBudget, MaxConcurrency: cfg.SessionMaxConcurrency},
 		SlotLease: cfg.SlotLease,
 		Previews:  previews, HidePreviewDetails: !cfg.PreviewDetails,
-		Auth: authn,
+		Affinity: cfg.SessionAffinity,
+		Auth:     authn,
 		// A stalled store answers 504 or cuts the transfer after these.
 		StoreOpenTimeout: cfg.StoreOpenTimeout, StoreIdleTimeout: cfg.StoreIdleTimeout,
 		ClientAddr: func(r *http.Request) netip.Addr { return auth.ClientAddr(r, trusted) },
