@@ -58,12 +58,14 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 	var ranges []sessions.Range
 	// RFC 9110 §13.1.5: If-Range only matters alongside Range; a validator
 	// that does not match means "send me the whole thing".
-	if rh := r.Header.Get("Range"); rh != "" && sessions.IfRangeAllows(r.Header.Get("If-Range"), x.Object.ETag, x.Object.LastModified) {
+	if rh := r.Header.Get("Range"); rh != "" && sessions.IfRangeAllows(r.Header.Values("If-Range"), x.Object.ETag, x.Object.LastModified) {
 		ranges, err = sessions.ParseRange(rh, size)
 		switch {
 		case errors.Is(err, sessions.ErrMalformed):
-			ranges = nil // RFC 9110 §14.2: a server MAY ignore an invalid Range; we serve 200
+			ranges = nil // RFC 9110 §14.2: a server MUST ignore a Range with a unit it does not understand; we serve 200
 		case err != nil:
+			// ErrInvalid (§14.2 lets us reject it), ErrUnsatisfiable or
+			// ErrTooManyRanges: 416, drawing nothing from the budget.
 			w.Header().Set("Content-Range", sessions.UnsatisfiableContentRange(size))
 			w.Header().Set("Accept-Ranges", "bytes")
 			writeProblem(w, r, probRangeNotSatisfiable, "")

@@ -58,11 +58,19 @@ func TestSessionServesRanges(t *testing.T) {
 		{"Open", "bytes=99500-", http.StatusPartialContent, 99500, size - 1},
 		{"Suffix", "bytes=-500", http.StatusPartialContent, size - 500, size - 1},
 		{"SuffixLargerThanTheObject", "bytes=-1000000", http.StatusPartialContent, 0, size - 1},
+		// RFC 9110 §14.1.2: positions have no upper bound; beyond int64
+		// is still just beyond the end.
+		{"LastPosTooLongForInt64IsClamped", "bytes=0-1234567890123456789012345678901234567890", http.StatusPartialContent, 0, size - 1},
+		{"SuffixTooLongForInt64IsTheWholeObject", "bytes=-99999999999999999999999", http.StatusPartialContent, 0, size - 1},
+		{"LeadingZeros", "bytes=0001000-0001999", http.StatusPartialContent, 1000, 1999},
+		{"EmptyListElementsAreSkipped", "bytes=,,1000-1999,,", http.StatusPartialContent, 1000, 1999},
 		{"OverlappingRangesCoalesce", "bytes=0-99,50-149,150-199", http.StatusPartialContent, 0, 199},
 		{"WhitespaceIsAllowed", "bytes= 10-19 ,  15-29", http.StatusPartialContent, 10, 29},
-		{"MalformedIsIgnored", "bytes=abc", http.StatusOK, 0, size - 1},
+		// Not a bytes range at all: ignored (RFC 9110 §14.2). An invalid
+		// bytes range-set is refused instead (see the 416 test).
+		{"GarbageIsIgnored", "abc", http.StatusOK, 0, size - 1},
+		{"UnitWithoutRangeSetIsIgnored", "bytes", http.StatusOK, 0, size - 1},
 		{"OtherUnitIsIgnored", "items=0-1", http.StatusOK, 0, size - 1},
-		{"ReversedIsIgnored", "bytes=20-10", http.StatusOK, 0, size - 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -117,7 +125,12 @@ func TestSessionServesSeveralRangesAsMultipart(t *testing.T) {
 		parts    []part
 	}{
 		{"TwoRanges", "bytes=0-9,500-599", []part{{0, 9}, {500, 599}}},
-		{"UnsortedWithSuffix", "bytes=-100,0-0,1000-1000", []part{{0, 0}, {1000, 1000}, {size - 100, size - 1}}},
+		// RFC 9110 §15.3.7.2: parts keep the request's order...
+		{"RequestOrderIsKept", "bytes=500-599,0-99", []part{{500, 599}, {0, 99}}},
+		{"UnsortedWithSuffix", "bytes=-100,0-0,1000-1000", []part{{size - 100, size - 1}, {0, 0}, {1000, 1000}}},
+		// ...and a merged range stands where its first-requested member did.
+		{"MergedRangeStandsAtItsFirstMember", "bytes=500-599,0-9,590-700", []part{{500, 700}, {0, 9}}},
+		{"MergedThroughALaterMember", "bytes=2000-2009,0-9,20-29,10-19", []part{{2000, 2009}, {0, 29}}},
 		{"OverlapsAndAdjacentsCoalesce", "bytes=0-9,5-19,20-29,100-109,105-120", []part{{0, 29}, {100, 120}}},
 		{"SixteenRangesAreTheMost", "bytes=" + strings.Join(sixteen, ","), func() []part {
 			var p []part
@@ -185,9 +198,20 @@ func TestSessionServesSeveralRangesAsMultipart(t *testing.T) {
 	})
 }
 
-func TestSessionRefusesUnsatisfiableRanges(t *testing.T) {
+// TestSessionRefusesUnsatisfiableOrInvalidRanges: 416 for ranges that miss
+// the object, and for a bytes range-set that is invalid (RFC 9110 §14.2
+// lets a server reject it), which drawing nothing from the budget is the
+// point of: ignoring it would serve, and charge, the whole object.
+func TestSessionRefusesUnsatisfiableOrInvalidRanges(t *testing.T) {
 	f := mustSessionFixture(t, nil)
-	for _, rh := range []string{"bytes=100000-", "bytes=100000-100010", "bytes=200000-300000,100001-"} {
+	for _, rh := range []string{
+		"bytes=100000-", "bytes=100000-100010", "bytes=200000-300000,100001-",
+		"bytes=18446744073709551616-", // first-pos too long for int64: beyond the end
+		"bytes=20-10",                 // last-pos < first-pos (§14.1.1)
+		"bytes=0-9,5-2",               // one invalid spec among valid ones
+		"bytes=abc",
+		"bytes=",
+	} {
 		t.Run(rh, func(t *testing.T) {
 			resp, body := f.get(t, http.Header{"Range": {rh}})
 			mustProblem(t, resp, body, http.StatusRequestedRangeNotSatisfiable, "range-not-satisfiable")
@@ -222,6 +246,11 @@ func TestSessionHonoursIfRange(t *testing.T) {
 		{"OlderDate", f.h.Clock.Now().Add(-time.Hour).Format(http.TimeFormat), http.StatusOK},
 		{"NewerDate", f.h.Clock.Now().Add(time.Hour).Format(http.TimeFormat), http.StatusOK},
 		{"Garbage", "yesterday", http.StatusOK},
+		// RFC 9110 §13.1.5: neither an entity-tag nor an HTTP-date, so the
+		// condition is false.
+		{"Empty", "", http.StatusOK},
+		{"UnquotedETag", strings.Trim(f.obj.ETag, `"`), http.StatusOK},
+		{"BadDate", "Mon, 32 Foo 2024 25:61:61 GMT", http.StatusOK},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -273,5 +302,34 @@ func TestSessionHeadDrawsNoBudgetAndTakesNoSlot(t *testing.T) {
 	release()
 	if r := mustResult(t, holder); r.resp.StatusCode != http.StatusOK || !bytes.Equal(r.body, f.data) {
 		t.Errorf("slot holder = %d with %d bytes, want 200 and the object", r.resp.StatusCode, len(r.body))
+	}
+}
+
+// TestSessionRangesOnAnEmptyObject: no 206 can describe zero bytes. A
+// non-zero suffix is satisfiable there (RFC 9110 §14.1.2) and §14.2 lets
+// the server ignore Range on an empty representation: 200, empty. Every
+// other valid range misses it: 416.
+func TestSessionRangesOnAnEmptyObject(t *testing.T) {
+	h := MustHarness(t)
+	h.MustPutObject(t, "empty.bin", "application/octet-stream", nil)
+	l := h.MustCreateLink(t, map[string]any{"object": map[string]any{"key": "empty.bin"}, "downloads": 1,
+		"expires_in": 3600, "session": map[string]any{"byte_budget": 1 << 20}})
+	s := h.MustMint(t, l)
+	for _, c := range []struct {
+		rangeHdr string
+		status   int
+	}{
+		{"bytes=-1", http.StatusOK},
+		{"bytes=0-0,-99999999999999999999", http.StatusOK},
+		{"bytes=0-", http.StatusRequestedRangeNotSatisfiable},
+		{"bytes=-0", http.StatusRequestedRangeNotSatisfiable},
+	} {
+		resp, body := h.Do(t, http.MethodGet, s.SessionURL, http.Header{"Range": {c.rangeHdr}})
+		if resp.StatusCode != c.status || c.status == http.StatusOK && len(body) != 0 {
+			t.Errorf("Range %q on an empty object = %d with %d body bytes, want %d", c.rangeHdr, resp.StatusCode, len(body), c.status)
+		}
+		if c.status == http.StatusRequestedRangeNotSatisfiable && resp.Header.Get("Content-Range") != "bytes */0" {
+			t.Errorf("Range %q: Content-Range = %q, want bytes */0", c.rangeHdr, resp.Header.Get("Content-Range"))
+		}
 	}
 }

@@ -6,25 +6,36 @@ import (
 )
 
 // IfRangeAllows reports whether the Range header of a request may be honoured
-// given its If-Range field value (RFC 9110 §13.1.5), the representation's
-// current ETag (in header form, quotes included, e.g. `"abc"`) and its
-// Last-Modified time (zero when unknown). It has no error result: false
-// means "serve the whole representation with 200".
+// given its If-Range field lines (RFC 9110 §13.1.5), as http.Header.Values
+// returns them, the representation's current ETag (in header form, quotes
+// included, e.g. `"abc"`) and its Last-Modified time (zero when unknown).
+// It has no error result: false means "serve the whole representation with
+// 200".
 //
-//   - An empty If-Range allows ranges.
+//   - No If-Range field (values is empty) allows ranges.
 //   - An entity-tag allows ranges only if it is strong and strongly equal to
 //     etag; a weak tag never matches (§8.8.3.2 strong comparison).
 //   - An HTTP-date (any of the three §5.6.7 formats) allows ranges only if
 //     lastModified is known and equal to it at one-second precision.
-//   - Anything else, including a list of tags or a tag followed by other
-//     text, does not allow ranges.
+//   - Anything else does not allow ranges: §13.1.5 evaluates the condition
+//     as false unless the validator is an entity-tag or an HTTP-date that
+//     matches. That includes a field that is present but empty, a list of
+//     tags or a tag followed by other text, and several If-Range field
+//     lines (If-Range is a singleton, and two lines combine into a list,
+//     §5.3).
 //
 // §13.1.5 also says the server MUST ignore If-Range on a request without
 // Range; that is the caller's job, since it is the one that looks at Range.
-func IfRangeAllows(ifRange string, etag string, lastModified time.Time) bool {
-	ifRange = trimOWS(ifRange)
-	if ifRange == "" {
+func IfRangeAllows(values []string, etag string, lastModified time.Time) bool {
+	if len(values) == 0 {
 		return true
+	}
+	if len(values) > 1 {
+		return false
+	}
+	ifRange := trimOWS(values[0])
+	if ifRange == "" {
+		return false
 	}
 	// §13.1.5: an entity-tag is told from an HTTP-date by its first
 	// characters: DQUOTE, or W/ for a weak tag.

@@ -22,9 +22,9 @@ type Multipart struct {
 }
 
 // NewMultipart plans the body for ranges (as returned by ParseRange, so
-// sorted, disjoint and within size) of a representation of size bytes whose
-// own Content-Type is contentType ("" when it has none; §14.6 then omits it
-// from the parts).
+// disjoint and within size), one part each in the order given, of a
+// representation of size bytes whose own Content-Type is contentType (""
+// when it has none; §14.6 then omits it from the parts).
 //
 // boundary must be 1 to 70 characters from the RFC 2046 §5.1.1 bchars set,
 // not ending in a space; RandomBoundary returns one. NewMultipart panics

@@ -5,7 +5,9 @@
 package sessions
 
 import (
+	"cmp"
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,20 +25,33 @@ const (
 	// scanning keeps the parser's work and allocations bounded.
 	maxRangeHeaderLen = 8 << 10
 
-	// Thousands of tiny specs that coalesce into a few ranges still cost a
-	// sort per request: probably an attack, so count them before allocating.
+	// Thousands of tiny specs that coalesce into a few ranges still cost
+	// sorting per request: probably an attack, so count them before
+	// allocating.
 	maxRangeSpecs = 1000
 )
 
 // Errors returned by ParseRange. Compare with errors.Is.
 var (
-	// ErrMalformed means the Range header is not a valid bytes range-set.
-	// RFC 9110 §14.2 lets the server ignore it: answer 200 with the whole
-	// representation, exactly as if there were no Range header.
+	// ErrMalformed means the Range header is not a bytes ranges-specifier
+	// at all: another range unit, no "=", or garbage. RFC 9110 §14.2 says
+	// an origin server MUST ignore a Range with a unit it does not
+	// understand: answer 200 with the whole representation, exactly as if
+	// there were no Range header.
 	ErrMalformed = errors.New("sessions: malformed Range header")
 
+	// ErrInvalid means the header is "bytes=" followed by a range-set that
+	// is not valid (RFC 9110 §14.1.1): a spec that is not an int-range or a
+	// suffix-range ("Byte ranges do not use the other-range specifier",
+	// §14.1.2), a last-pos below its first-pos, or no spec at all.
+	// §14.2 lets a server "ignore or reject" an invalid ranges-specifier;
+	// we reject it with 416 and UnsatisfiableContentRange(size), because
+	// ignoring it would serve, and charge to a session's byte budget, the
+	// whole representation for a request that asked for part of it.
+	ErrInvalid = errors.New("sessions: invalid bytes range-set")
+
 	// ErrUnsatisfiable means the header is valid but no range overlaps the
-	// representation (RFC 9110 §14.1.3). Answer 416 with
+	// representation (RFC 9110 §14.1.2, §15.5.17). Answer 416 with
 	// UnsatisfiableContentRange(size).
 	ErrUnsatisfiable = errors.New("sessions: range not satisfiable")
 
@@ -72,17 +87,28 @@ func UnsatisfiableContentRange(size int64) string {
 }
 
 // ParseRange parses a Range header field value (RFC 9110 §14.2) against a
-// representation of size bytes and returns the satisfiable ranges, sorted by
-// Start, with overlapping and adjacent ranges coalesced.
+// representation of size bytes and returns the satisfiable ranges in the
+// order the header asked for them, with overlapping and adjacent ranges
+// coalesced (see coalesce).
 //
-// An empty header returns nil, nil. Otherwise the error is one of:
-//   - ErrMalformed: the unit is not "bytes" or the range-set is not valid
-//     (including numbers that overflow int64); the caller should ignore the
-//     header and serve the whole representation.
+// It returns nil, nil when header is empty, and also when size is 0 and the
+// range-set is satisfiable: §14.1.2 calls a non-zero suffix-range
+// satisfiable even on an empty representation and has it select all of it,
+// which no 206 Content-Range can describe, and §14.2 lets a server ignore
+// Range on a representation of zero length, so the caller serves the whole
+// (empty) representation with 200. Otherwise the error is one of:
+//   - ErrMalformed: not a bytes ranges-specifier (another unit, no "=");
+//     the caller must ignore the header and serve the whole representation.
+//   - ErrInvalid: "bytes=" with an invalid range-set; the caller answers 416.
 //   - ErrUnsatisfiable: every range starts at or beyond size, or is a
-//     zero-length suffix; always so when size is 0 (or negative).
+//     zero-length suffix (§14.1.2); always so when size is 0 (or negative)
+//     and there is no non-zero suffix-range.
 //   - ErrTooManyRanges: more than MaxRanges ranges remain after coalescing,
 //     or the header is unreasonably large.
+//
+// Numbers too long for int64 are valid (1*DIGIT has no upper bound): a
+// first-pos that large is beyond any representation, a last-pos or a
+// suffix-length that large is beyond its end and clamped (§14.1.2).
 //
 // On success the result is non-empty and holds at most MaxRanges ranges.
 func ParseRange(header string, size int64) ([]Range, error) {
@@ -105,7 +131,7 @@ func ParseRange(header string, size int64) ([]Range, error) {
 
 	// One allocation, bounded by maxRangeSpecs.
 	ranges := make([]Range, 0, specs)
-	sawSpec := false
+	sawSpec, emptySatisfiable := false, false
 	for spec := range strings.SplitSeq(set, ",") {
 		// RFC 9110 §5.6.1: recipients accept empty list elements and OWS
 		// around them.
@@ -115,7 +141,7 @@ func ParseRange(header string, size int64) ([]Range, error) {
 		}
 		first, last, ok := strings.Cut(spec, "-")
 		if !ok {
-			return nil, ErrMalformed
+			return nil, ErrInvalid
 		}
 		// The §14.1.1 grammar has no whitespace around "-"; like net/http
 		// (and Apache) we tolerate it, since the meaning is unambiguous.
@@ -126,11 +152,15 @@ func ParseRange(header string, size int64) ([]Range, error) {
 			// suffix-range: the last n bytes.
 			n, ok := parseDigits(last)
 			if !ok {
-				return nil, ErrMalformed
+				return nil, ErrInvalid
 			}
-			// RFC 9110 §14.1.3: a zero suffix-length is unsatisfiable, and a
+			// RFC 9110 §14.1.2: a zero suffix-length is unsatisfiable, and a
 			// suffix longer than the representation selects all of it.
-			if n == 0 || size == 0 {
+			if n == 0 {
+				continue
+			}
+			if size == 0 {
+				emptySatisfiable = true
 				continue
 			}
 			n = min(n, size)
@@ -140,7 +170,7 @@ func ParseRange(header string, size int64) ([]Range, error) {
 
 		start, ok := parseDigits(first)
 		if !ok {
-			return nil, ErrMalformed
+			return nil, ErrInvalid
 		}
 		end := int64(-1) // open int-range: up to the last byte
 		if last != "" {
@@ -149,12 +179,12 @@ func ParseRange(header string, size int64) ([]Range, error) {
 			// invalid, which is a syntax problem, not an unsatisfiable one,
 			// even when start is beyond size (net/http checks this only for
 			// starts inside the representation).
-			if !ok || end < start {
-				return nil, ErrMalformed
+			if !ok || lessDigits(last, end, first, start) {
+				return nil, ErrInvalid
 			}
 		}
 		if start >= size {
-			continue // §14.1.3: does not overlap the representation
+			continue // §14.1.2: does not overlap the representation
 		}
 		if end < 0 || end >= size {
 			end = size - 1 // §14.1.2: last-pos beyond the end is clamped
@@ -163,7 +193,10 @@ func ParseRange(header string, size int64) ([]Range, error) {
 	}
 	if !sawSpec {
 		// range-set is 1#range-spec: at least one non-empty element.
-		return nil, ErrMalformed
+		return nil, ErrInvalid
+	}
+	if emptySatisfiable {
+		return nil, nil
 	}
 	if len(ranges) == 0 {
 		return nil, ErrUnsatisfiable
@@ -173,9 +206,7 @@ func ParseRange(header string, size int64) ([]Range, error) {
 	// small gaps; we coalesce overlapping and adjacent ones so that a client
 	// cannot make us send the same bytes twice against its byte budget
 	// (net/http instead ignores the header when the ranges add up to more
-	// than size). Returning them sorted deviates from the §15.3.7.2 SHOULD
-	// to keep the request's order of parts; download managers do not depend
-	// on it, and one canonical plan per header is simpler to check.
+	// than size).
 	ranges = coalesce(ranges)
 	if len(ranges) > MaxRanges {
 		return nil, ErrTooManyRanges
@@ -183,57 +214,89 @@ func ParseRange(header string, size int64) ([]Range, error) {
 	return ranges, nil
 }
 
-// coalesce sorts ranges by start and merges overlapping and adjacent ones
-// in place.
+// coalesce merges every group of ranges that overlap or are adjacent,
+// directly or through other ranges of the group, into the one range that
+// is their union, and puts it where the group's first-requested member
+// was. The rest keeps the request's order, as RFC 9110 §15.3.7.2 says a
+// server SHOULD (bytes=500-599,0-99 gives 500-599 first): only merged
+// ranges move, and the result does not depend on the order of the members
+// of a group after its first.
 func coalesce(ranges []Range) []Range {
 	if len(ranges) < 2 {
 		return ranges
 	}
-	slices.SortFunc(ranges, func(a, b Range) int {
-		switch {
-		case a.Start < b.Start:
-			return -1
-		case a.Start > b.Start:
-			return 1
-		}
-		return 0
-	})
-	out := ranges[:1]
-	for _, r := range ranges[1:] {
+	// Merge in offset order, remembering for each merged range the
+	// smallest request index among its members; then order the merged
+	// ranges by that index. Both sorts are over at most maxRangeSpecs.
+	type member struct {
+		Range
+		first int // request index of the group's first-requested member
+	}
+	byStart := make([]member, len(ranges))
+	for i, r := range ranges {
+		byStart[i] = member{r, i}
+	}
+	slices.SortFunc(byStart, func(a, b member) int { return cmp.Compare(a.Start, b.Start) })
+	out := byStart[:1]
+	for _, r := range byStart[1:] {
 		cur := &out[len(out)-1]
 		// Both ends are <= size, so these sums cannot overflow.
 		curEnd := cur.Start + cur.Length
 		if r.Start <= curEnd {
 			cur.Length = max(curEnd, r.Start+r.Length) - cur.Start
+			cur.first = min(cur.first, r.first)
 			continue
 		}
 		out = append(out, r)
 	}
-	return out
+	slices.SortFunc(out, func(a, b member) int { return cmp.Compare(a.first, b.first) })
+	ranges = ranges[:len(out)]
+	for i, m := range out {
+		ranges[i] = m.Range
+	}
+	return ranges
 }
 
-// parseDigits parses 1*DIGIT as a non-negative int64. Unlike
-// strconv.ParseInt it refuses signs and underscores, which the grammar of
-// RFC 9110 §14.1.1 does not allow; ok is false on overflow.
+// parseDigits parses 1*DIGIT as a non-negative int64, saturating at
+// math.MaxInt64. RFC 9110 §14.1.2: "recipients MUST anticipate potentially
+// large decimal numerals and prevent parsing errors due to integer
+// conversion overflows". No size exceeds math.MaxInt64, so a saturated
+// first-pos is still beyond the end, and a saturated last-pos or
+// suffix-length still clamps to it: a number too long for int64 is not a
+// syntax error. Unlike strconv.ParseInt it refuses signs and underscores, which
+// the grammar does not allow; ok is false only for an empty s or a
+// non-digit.
 func parseDigits(s string) (n int64, ok bool) {
 	if s == "" {
 		return 0, false
 	}
-	const cutoff = (1<<63 - 1) / 10
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c < '0' || c > '9' {
 			return 0, false
 		}
-		if n > cutoff {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-		if n < 0 {
-			return 0, false
+		if d := int64(c - '0'); n <= (math.MaxInt64-d)/10 {
+			n = n*10 + d
+		} else {
+			n = math.MaxInt64
 		}
 	}
 	return n, true
+}
+
+// lessDigits reports whether the decimal number a is less than b, given
+// their values saturated by parseDigits. Only when both saturated do the
+// digits themselves decide, so that bytes=99999999999999999999-
+// 99999999999999999998 is still a last-pos below its first-pos.
+func lessDigits(a string, av int64, b string, bv int64) bool {
+	if av != math.MaxInt64 || bv != math.MaxInt64 {
+		return av < bv
+	}
+	a, b = strings.TrimLeft(a, "0"), strings.TrimLeft(b, "0")
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
 }
 
 // trimOWS removes optional whitespace (SP and HTAB, RFC 9110 §5.6.3) from

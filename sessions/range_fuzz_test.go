@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"errors"
+	"math/big"
 	"regexp"
 	"slices"
 	"strconv"
@@ -31,6 +32,14 @@ func FuzzParseRange(f *testing.F) {
 		{"BYTES=1-1,3-3,5-", 6},
 		{"bytes=1-1,,,3-3", 4},
 		{"bytes=\t -0 ,\t", 7},
+		{"bytes=500-599,0-99", 1 << 20},
+		{"bytes=0-1234567890123456789012345678901234567890", 1 << 20},
+		{"bytes=18446744073709551616-", 1 << 20},
+		{"bytes=-99999999999999999999999", 1 << 20},
+		{"bytes=99999999999999999999-99999999999999999998", 10},
+		{"bytes=0-9,5-2", 10},
+		{"bytes=-1,0-0", 0},
+		{"bytes=8-,0-1,4-5,2-3", 10},
 	} {
 		f.Add(seed.s, seed.size)
 	}
@@ -51,10 +60,13 @@ func FuzzParseRange(f *testing.F) {
 			if got != nil {
 				t.Fatalf("ParseRange(%q, %d) = %v, %v; want no ranges with an error", header, size, got, err)
 			}
-			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnsatisfiable) && !errors.Is(err, ErrTooManyRanges) {
+			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrUnsatisfiable) && !errors.Is(err, ErrTooManyRanges) {
 				t.Fatalf("ParseRange(%q, %d) returned unknown error %v", header, size, err)
 			}
 			return
+		}
+		if got == nil && size <= 0 {
+			return // a suffix-range on an empty representation: serve it all
 		}
 		if len(got) == 0 || len(got) > MaxRanges {
 			t.Fatalf("ParseRange(%q, %d) = %v: want 1 to %d ranges", header, size, got, MaxRanges)
@@ -63,9 +75,11 @@ func FuzzParseRange(f *testing.F) {
 			if r.Start < 0 || r.Length < 1 || r.Start > size-r.Length {
 				t.Fatalf("ParseRange(%q, %d) = %v: range %d outside [0, %d)", header, size, got, i, size)
 			}
-			// Sorted, and neither overlapping nor adjacent.
-			if i > 0 && r.Start <= got[i-1].Start+got[i-1].Length {
-				t.Fatalf("ParseRange(%q, %d) = %v: ranges %d and %d not coalesced", header, size, got, i-1, i)
+			// In any order, but neither overlapping nor adjacent.
+			for j, q := range got[:i] {
+				if r.Start <= q.Start+q.Length && q.Start <= r.Start+r.Length {
+					t.Fatalf("ParseRange(%q, %d) = %v: ranges %d and %d not coalesced", header, size, got, j, i)
+				}
 			}
 			cr := r.ContentRange(size)
 			wantCR := "bytes " + strconv.FormatInt(r.Start, 10) + "-" + strconv.FormatInt(r.Start+r.Length-1, 10) + "/" + strconv.FormatInt(size, 10)
@@ -86,8 +100,9 @@ var (
 
 // referenceParseRange is a deliberately naive second implementation of
 // ParseRange for the fuzzer to compare against: regular expressions for the
-// grammar, strconv for the numbers, and coverage computed by coordinate
-// compression instead of sorting and merging.
+// grammar, math/big for the numbers, coverage computed by coordinate
+// compression instead of sorting and merging, and each covered run placed
+// by the first spec (in request order) that it contains.
 func referenceParseRange(header string, size int64) ([]Range, error) {
 	if header == "" {
 		return nil, nil
@@ -101,46 +116,62 @@ func referenceParseRange(header string, size int64) ([]Range, error) {
 		return nil, ErrTooManyRanges
 	}
 	size = max(size, 0)
-	type interval struct{ start, end int64 } // [start, end)
+	bigSize := big.NewInt(size)
+	num := func(s string) *big.Int {
+		n, ok := new(big.Int).SetString(s, 10)
+		if !ok {
+			panic("not a number: " + s)
+		}
+		return n
+	}
+	type interval struct {
+		start, end int64 // [start, end)
+		index      int   // position among the satisfiable specs
+	}
 	var ivs []interval
-	specs := 0
+	specs, emptySatisfiable := 0, false
 	for _, spec := range strings.Split(set, ",") {
 		if refEmptySpec.MatchString(spec) {
 			continue
 		}
 		specs++
 		if m := refSuffixRange.FindStringSubmatch(spec); m != nil {
-			n, err := strconv.ParseInt(m[1], 10, 64)
-			if err != nil {
-				return nil, ErrMalformed
-			}
-			if n > 0 && size > 0 {
-				ivs = append(ivs, interval{max(size-n, 0), size})
+			n := num(m[1])
+			switch {
+			case n.Sign() == 0:
+			case size == 0:
+				emptySatisfiable = true
+			case n.Cmp(bigSize) >= 0:
+				ivs = append(ivs, interval{0, size, len(ivs)})
+			default:
+				ivs = append(ivs, interval{size - n.Int64(), size, len(ivs)})
 			}
 			continue
 		}
 		m := refIntRange.FindStringSubmatch(spec)
 		if m == nil {
-			return nil, ErrMalformed
+			return nil, ErrInvalid
 		}
-		first, err := strconv.ParseInt(m[1], 10, 64)
-		if err != nil {
-			return nil, ErrMalformed
-		}
-		last := size - 1
+		first := num(m[1])
+		last := new(big.Int).Sub(bigSize, big.NewInt(1))
 		if m[2] != "" {
-			l, err := strconv.ParseInt(m[2], 10, 64)
-			if err != nil || l < first {
-				return nil, ErrMalformed
+			l := num(m[2])
+			if l.Cmp(first) < 0 {
+				return nil, ErrInvalid
 			}
-			last = min(l, size-1)
+			if l.Cmp(last) < 0 {
+				last = l
+			}
 		}
-		if first < size {
-			ivs = append(ivs, interval{first, last + 1})
+		if first.Cmp(bigSize) < 0 {
+			ivs = append(ivs, interval{first.Int64(), last.Int64() + 1, len(ivs)})
 		}
 	}
 	if specs == 0 {
-		return nil, ErrMalformed
+		return nil, ErrInvalid
+	}
+	if emptySatisfiable {
+		return nil, nil
 	}
 	if len(ivs) == 0 {
 		return nil, ErrUnsatisfiable
@@ -170,5 +201,16 @@ func referenceParseRange(header string, size int64) ([]Range, error) {
 	if len(out) > MaxRanges {
 		return nil, ErrTooManyRanges
 	}
+	// Every spec lies within exactly one covered run; a run goes where the
+	// earliest of its specs was requested.
+	place := func(r Range) int {
+		for _, iv := range ivs {
+			if r.Start <= iv.start && iv.end <= r.Start+r.Length {
+				return iv.index
+			}
+		}
+		panic("a covered run without a spec")
+	}
+	slices.SortStableFunc(out, func(a, b Range) int { return place(a) - place(b) })
 	return out, nil
 }
