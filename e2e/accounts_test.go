@@ -340,12 +340,22 @@ func testAria2cOnAnAccountLink(t *testing.T, c *Cluster, iss *Issuer, obj *Objec
 	if l := admin.MustLink(t, link.ID); l.ActiveSessions == nil || *l.ActiveSessions != 1 {
 		t.Errorf("link shows active_sessions %v, want 1", l.ActiveSessions)
 	}
-	after := linkLogLines(t, link.ID, c.Gateways...)
-	var sent []string
-	minted := 0
-	for i, g := range c.Gateways {
-		sent = append(sent, fmt.Sprintf("%s %d", g.Name, after[i].total()-before[i].total()))
-		minted += after[i].minted - before[i].minted
+	// Info lines reach the log within 50 ms (internal/logbuf): wait for
+	// the mint's line rather than for a time.
+	var (
+		sent   []string
+		minted int
+	)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		after := linkLogLines(t, link.ID, c.Gateways...)
+		sent, minted = nil, 0
+		for i, g := range c.Gateways {
+			sent = append(sent, fmt.Sprintf("%s %d", g.Name, after[i].total()-before[i].total()))
+			minted += after[i].minted - before[i].minted
+		}
+		if minted > 0 || time.Now().After(deadline) {
+			break
+		}
 	}
 	if minted != 1 {
 		t.Errorf("%d requests minted a session of the link, want exactly 1", minted)

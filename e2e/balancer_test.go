@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -21,7 +22,9 @@ import (
 type Balancer struct {
 	ln   net.Listener
 	wg   sync.WaitGroup
-	rate int64 // bytes per second from backend to client; 0 is unlimited
+	rate atomic.Int64 // bytes per second from backend to client; 0 is unlimited
+	// carried counts the bytes passed from backends to clients.
+	carried atomic.Int64
 
 	mu       sync.Mutex
 	backends []string
@@ -40,7 +43,8 @@ func MustStartBalancer(tb testing.TB, rate int64, backends ...string) *Balancer 
 	if err != nil {
 		tb.Fatalf("balancer: %v", err)
 	}
-	b := &Balancer{ln: ln, rate: rate, backends: backends, conns: map[net.Conn]struct{}{}}
+	b := &Balancer{ln: ln, backends: backends, conns: map[net.Conn]struct{}{}}
+	b.rate.Store(rate)
 	b.wg.Go(b.serve)
 	tb.Cleanup(b.close)
 	return b
@@ -51,6 +55,14 @@ func (b *Balancer) Addr() string { return b.ln.Addr().String() }
 
 // On returns rawURL with the balancer as its host.
 func (b *Balancer) On(rawURL string) string { return withHost(rawURL, b.Addr()) }
+
+// SetRate sets the rate of the connections accepted from now on (0:
+// unlimited); those already carried keep theirs.
+func (b *Balancer) SetRate(rate int64) { b.rate.Store(rate) }
+
+// Carried is how many bytes the balancer has passed from backends to
+// clients: a tool's progress whatever it does with its file.
+func (b *Balancer) Carried() int64 { return b.carried.Load() }
 
 // SetBackends sets the addresses connections are spread over.
 func (b *Balancer) SetBackends(addrs ...string) {
@@ -130,7 +142,8 @@ func (b *Balancer) carry(client net.Conn) {
 		return
 	}
 	defer b.untrack(up)
-	if b.rate > 0 {
+	rate := b.rate.Load()
+	if rate > 0 {
 		// Small fixed socket buffers keep a slow network from soaking up
 		// megabytes that the backend then counts as sent.
 		for _, c := range []net.Conn{up, client} {
@@ -141,15 +154,29 @@ func (b *Balancer) carry(client net.Conn) {
 		}
 	}
 	var wg sync.WaitGroup
-	pipe := func(dst, src net.Conn, rate int64) {
-		copyAt(dst, src, rate)
+	pipe := func(dst, src net.Conn, rate int64, count *atomic.Int64) {
+		copyAt(countingWriter{dst, count}, src, rate)
 		if tc, ok := dst.(*net.TCPConn); ok {
 			tc.CloseWrite() //nolint:errcheck // the peer may be gone
 		}
 	}
-	wg.Go(func() { pipe(up, client, 0) })
-	wg.Go(func() { pipe(client, up, b.rate) })
+	wg.Go(func() { pipe(up, client, 0, nil) })
+	wg.Go(func() { pipe(client, up, rate, &b.carried) })
 	wg.Wait()
+}
+
+// countingWriter adds what it writes to n (when not nil).
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if c.n != nil {
+		c.n.Add(int64(n))
+	}
+	return n, err
 }
 
 // copyAt copies src to dst at rate bytes per second (0: as fast as

@@ -233,6 +233,26 @@ func TestBrowser(t *testing.T) {
 		admin.checkCounts(t, l.ID, 0, 1, 0)
 	})
 
+	t.Run("ASecondClickOnASessionLinkReusesItsSession", func(t *testing.T) {
+		// One download: a second click within the session's life goes to
+		// the same session (SPEC §5), where a second claim would be
+		// refused.
+		l := admin.MustCreateLink(t, obj, LinkRequest{Downloads: 1, Delivery: "session"})
+		for click := 1; click <= 2; click++ {
+			if st := br.Open(t, l.URL); st != 0 {
+				t.Fatalf("click %d showed a page (%d), want a download", click, st)
+			}
+			name, data := br.WaitDownload(t)
+			if sha256.Sum256(data) != obj.Sum {
+				t.Fatalf("click %d downloaded %q: %d bytes differ from the object", click, name, len(data))
+			}
+		}
+		admin.checkCounts(t, l.ID, 0, 1, 0)
+		if n := admin.MustLink(t, l.ID).ActiveSessions; n == nil || *n != 1 {
+			t.Errorf("link shows active_sessions %v after two clicks, want 1", n)
+		}
+	})
+
 	t.Run("APrefetchClaimsNothing", func(t *testing.T) {
 		l := admin.MustCreateLink(t, obj, LinkRequest{Downloads: 1})
 		page := fmt.Sprintf(`<!DOCTYPE html><html><head><link rel="prefetch" href="%s"></head><body><p>mail</p></body></html>`, l.URL)

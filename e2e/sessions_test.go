@@ -99,8 +99,8 @@ func testResumeAfterKill(t *testing.T, c *Cluster, obj *Object, tool string) {
 }
 
 // testSessionLinkRedirects: GET on a link with delivery "session" answers
-// 303 to a fresh session; curl -L and wget follow it to the file. Every
-// GET is one claim.
+// 303 to a fresh session; curl -L and wget follow it to the file. Each
+// client (here each program, by its User-Agent) makes one claim.
 func testSessionLinkRedirects(t *testing.T, c *Cluster, obj *Object) {
 	curl, wget := MustBinary(t, "curl"), MustBinary(t, "wget")
 	admin := c.Admin()
@@ -132,7 +132,12 @@ func testSessionLinkRedirects(t *testing.T, c *Cluster, obj *Object) {
 	if l := admin.MustLink(t, link.ID); l.ActiveSessions == nil || *l.ActiveSessions != 3 {
 		t.Errorf("link shows active_sessions %v, want 3 (one per GET)", l.ActiveSessions)
 	}
-	checkProblem(t, MustFetch(t, http.MethodGet, link.URL), http.StatusNotFound, "link-unavailable")
+	// Every client spent its one: a fourth client gets the generic 404,
+	// the first is sent back to its session (SPEC §5).
+	checkProblem(t, MustFetch(t, http.MethodGet, link.URL, "User-Agent", "a-fourth-client"), http.StatusNotFound, "link-unavailable")
+	if r := MustFetch(t, http.MethodGet, link.URL); r.Status != http.StatusSeeOther || r.Header.Get("Location") != loc {
+		t.Errorf("%v for the first client again, Location %q; want 303 to its session", r, redact(r.Header.Get("Location")))
+	}
 }
 
 // fetchRetrying fetches like a download manager: a 429 is retried after

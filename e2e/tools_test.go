@@ -17,7 +17,8 @@ import (
 )
 
 // toolPackages names the Debian package of each download tool.
-var toolPackages = map[string]string{"curl": "curl", "wget": "wget", "aria2c": "aria2"}
+var toolPackages = map[string]string{"curl": "curl", "wget": "wget", "aria2c": "aria2",
+	"lftp": "lftp", "axel": "axel", "wget2": "wget2"}
 
 // MustBinary finds a download tool, or stops the test through
 // testenv.Require (a failure under GATEWAY_TEST_STRICT=1).
