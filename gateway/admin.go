@@ -316,6 +316,9 @@ type grantBody struct {
 	Client     string  `json:"client"`
 	CreatedAt  string  `json:"created_at"`
 	RefundedAt *string `json:"refunded_at"`
+	// AffinityReuses counts the requests sent to the grant's session
+	// instead of claiming again (SPEC §5); 0 for a stream grant.
+	AffinityReuses int64 `json:"affinity_reuses"`
 }
 
 func (s *Server) handleGrants(w http.ResponseWriter, r *http.Request) {
@@ -339,7 +342,7 @@ func (s *Server) handleGrants(w http.ResponseWriter, r *http.Request) {
 		NextCursor string      `json:"next_cursor,omitempty"`
 	}{Grants: []grantBody{}, NextCursor: p.Next}
 	for _, g := range p.Grants {
-		b := grantBody{ID: g.ID, Kind: g.Kind, Status: g.Status, Client: g.Client, CreatedAt: rfc3339(g.CreatedAt)}
+		b := grantBody{ID: g.ID, Kind: g.Kind, Status: g.Status, Client: g.Client, CreatedAt: rfc3339(g.CreatedAt), AffinityReuses: g.AffinityReuses}
 		if g.AccountID != "" {
 			b.AccountID = &g.AccountID
 		}

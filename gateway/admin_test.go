@@ -301,6 +301,8 @@ type grantsPage struct {
 		Client     string  `json:"client"`
 		CreatedAt  string  `json:"created_at"`
 		RefundedAt *string `json:"refunded_at"`
+		// AffinityReuses counts requests sent to the grant's session.
+		AffinityReuses int64 `json:"affinity_reuses"`
 	} `json:"grants"`
 	NextCursor string `json:"next_cursor"`
 }

@@ -142,9 +142,19 @@ func (s *Server) setAffinityCookie(w http.ResponseWriter, r *http.Request, id st
 	})
 }
 
-// noteAffinity records on the access line how affinity answered.
-func (s *Server) noteAffinity(r *http.Request, how string) {
+// noteAffinity records on the access line how affinity answered and, for
+// a request sent to an existing session, counts it on the session's grant
+// (SPEC §5). That count is a record, not a decision: when the database
+// cannot take it the request is still answered.
+func (s *Server) noteAffinity(r *http.Request, how string, x *ledger.Session) {
 	if info := infoOf(r); info != nil {
 		info.affinity = how
+	}
+	if how != "reused" {
+		return
+	}
+	s.metrics.sessions.WithLabelValues("affinity").Inc()
+	if err := s.Ledger.NoteAffinityReuse(r.Context(), x.ID); err != nil {
+		s.log.WarnContext(r.Context(), "affinity reuse not recorded", "session_id", x.ID, "err", err)
 	}
 }

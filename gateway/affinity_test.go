@@ -94,6 +94,16 @@ func TestClientAffinitySendsOneClientBackToItsSession(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != first {
 		t.Fatalf("first client after the link ran out = %d, want 303 to its session", resp.StatusCode)
 	}
+	// The grant of the first client's session counts the nine requests
+	// sent to it instead of claiming.
+	_, body = h.AdminDo(t, http.MethodGet, "/v1/links/"+l.ID+"/grants", nil, nil)
+	reuses := map[int64]int{}
+	for _, g := range mustJSON[grantsPage](t, body).Grants {
+		reuses[g.AffinityReuses]++
+	}
+	if reuses[9] != 1 || reuses[0] != 1 {
+		t.Errorf("grants' affinity_reuses %v, want 9 for the first client's session and 0 for the other", reuses)
+	}
 	// An explicit mint keeps its own semantics: a claim (refused here).
 	resp, body = h.Do(t, http.MethodPost, l.URL+"/sessions", ua("aria2/1.36.0"))
 	mustProblem(t, resp, body, http.StatusNotFound, "link-unavailable")

@@ -241,8 +241,7 @@ func (s *Server) affinitySession(w http.ResponseWriter, r *http.Request, l *ledg
 		s.fail(w, r, err, probLinkUnavailable, "link_id", l.ID)
 		return nil, false
 	}
-	s.noteAffinity(r, "reused")
-	s.metrics.sessions.WithLabelValues("affinity").Inc()
+	s.noteAffinity(r, "reused", x)
 	return x, true
 }
 

@@ -114,14 +114,13 @@ func (s *Server) mintAndAnswer(w http.ResponseWriter, r *http.Request, l *ledger
 		s.metrics.sessions.WithLabelValues("created").Inc()
 		s.log.InfoContext(r.Context(), "session minted", attrs...)
 		if o.affinity.on {
-			s.noteAffinity(r, "minted")
+			s.noteAffinity(r, "minted", x)
 			if o.affinity.cookie != "" {
 				s.setAffinityCookie(w, r, o.affinity.cookie, x)
 			}
 		}
 	case o.affinity.on:
-		s.metrics.sessions.WithLabelValues("affinity").Inc()
-		s.noteAffinity(r, "reused")
+		s.noteAffinity(r, "reused", x)
 		s.log.InfoContext(r.Context(), "affinity session reused", attrs...)
 	default:
 		s.metrics.sessions.WithLabelValues("replayed").Inc()

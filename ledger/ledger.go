@@ -154,6 +154,9 @@ type Grant struct {
 	RefundedAt *time.Time
 	Client     string
 	SessionID  string
+	// AffinityReuses counts the requests session affinity sent to the
+	// grant's session instead of claiming again (SPEC §5).
+	AffinityReuses int64
 }
 
 // ClaimRequest asks to spend one allowance of a link.
@@ -300,6 +303,10 @@ type Ledger interface {
 	// ErrNotFound when there is none (or it died), ErrInvalid,
 	// ErrUnavailable.
 	AffinitySession(ctx context.Context, linkID, account string, keys []string) (*Session, error)
+	// NoteAffinityReuse records that session affinity sent a request to
+	// the session instead of claiming (shown on its grant). Errors:
+	// ErrUnavailable.
+	NoteAffinityReuse(ctx context.Context, sessionID string) error
 	// SessionByTokenHash returns the session with its link's revocation.
 	// Errors: ErrNotFound.
 	SessionByTokenHash(ctx context.Context, hash []byte) (*Session, error)

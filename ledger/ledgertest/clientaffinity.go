@@ -220,6 +220,20 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 		_, _, err := e.mintForClient(l, 1000, "u:client-a")
 		wantReason(t, err, ledger.ReasonRevoked)
 	})
+	t.Run("TheGrantCountsTheRequestsSentToItsSession", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		l := e.MustLink(t, 3, open)
+		x, _, err := e.mintForClient(l, 1000, "u:client-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		releaseAll(t, 3, func(int) error { return e.l.NoteAffinityReuse(e.ctx, x.ID) })
+		p, err := e.l.Grants(e.ctx, l.ID, "", 10)
+		if err != nil || len(p.Grants) != 1 || p.Grants[0].SessionID != x.ID || p.Grants[0].AffinityReuses != 3 {
+			t.Fatalf("Grants = %+v, %v; want the session's grant with 3 reuses", p, err)
+		}
+	})
 	t.Run("ABadClientKeyIsInvalid", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, newLedger)

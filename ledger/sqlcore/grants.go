@@ -27,18 +27,19 @@ func (s *DB) Grants(ctx context.Context, linkID, cursor string, limit int) (ledg
 		}
 		return ledger.Page{}, s.classify(err)
 	}
-	q := `SELECT id, link_id, kind, account_id, status, created_at, refunded_at, client, session_id
-FROM grants WHERE link_id = ?`
+	q := `SELECT g.id, g.link_id, g.kind, g.account_id, g.status, g.created_at, g.refunded_at, g.client, g.session_id,
+  COALESCE(s.affinity_reuses, 0)
+FROM grants g LEFT JOIN sessions s ON s.id = g.session_id WHERE g.link_id = ?`
 	args := []any{linkID}
 	if cursor != "" {
 		at, id, err := decodeCursor(cursor)
 		if err != nil {
 			return ledger.Page{}, err
 		}
-		q += ` AND (created_at < ? OR (created_at = ? AND id < ?))`
+		q += ` AND (g.created_at < ? OR (g.created_at = ? AND g.id < ?))`
 		args = append(args, s.t(at), s.t(at), id)
 	}
-	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
+	q += ` ORDER BY g.created_at DESC, g.id DESC LIMIT ?`
 	args = append(args, limit+1)
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -52,7 +53,7 @@ FROM grants WHERE link_id = ?`
 			account, session  nullStr
 			created, refunded timeCol
 		)
-		if err := rows.Scan(&g.ID, &g.LinkID, &g.Kind, &account, &g.Status, &created, &refunded, &g.Client, &session); err != nil {
+		if err := rows.Scan(&g.ID, &g.LinkID, &g.Kind, &account, &g.Status, &created, &refunded, &g.Client, &session, &g.AffinityReuses); err != nil {
 			return ledger.Page{}, s.classify(err)
 		}
 		g.AccountID, g.SessionID = string(account), string(session)

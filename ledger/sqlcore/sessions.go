@@ -270,6 +270,15 @@ func (s *DB) AffinitySession(ctx context.Context, linkID, account string, keys [
 	return x, nil
 }
 
+// NoteAffinityReuse counts one request that session affinity sent to the
+// session instead of claiming. Errors: ErrUnavailable.
+func (s *DB) NoteAffinityReuse(ctx context.Context, sessionID string) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	_, err := s.exec(ctx, `UPDATE sessions SET affinity_reuses = affinity_reuses + 1 WHERE id = ?`, sessionID)
+	return err
+}
+
 // SessionByTokenHash returns the session and its link's revocation time.
 // Errors: ErrNotFound.
 func (s *DB) SessionByTokenHash(ctx context.Context, hash []byte) (*ledger.Session, error) {
