@@ -86,6 +86,9 @@ type Grant struct {
 	Client     string     `json:"client"`
 	CreatedAt  time.Time  `json:"created_at"`
 	RefundedAt *time.Time `json:"refunded_at"`
+	// AffinityReuses counts the requests sent to the grant's session
+	// instead of claiming again.
+	AffinityReuses int64 `json:"affinity_reuses"`
 
 	// Raw is the grant as received.
 	Raw json.RawMessage `json:"-"`
