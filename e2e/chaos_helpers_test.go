@@ -23,6 +23,9 @@ import (
 // chaosEnv is the configuration of clusters that go through faults: short
 // limits so that each fault shows within seconds, and JSON logs that a
 // test can read.
+// chaosDBTimeout is the chaos gateways' GATEWAY_DB_TIMEOUT.
+const chaosDBTimeout = 2 * time.Second
+
 func chaosEnv(extra map[string]string) map[string]string {
 	env := map[string]string{
 		"GATEWAY_STORE_OPEN_TIMEOUT": chaosOpenTimeout.String(),
@@ -30,7 +33,7 @@ func chaosEnv(extra map[string]string) map[string]string {
 		"GATEWAY_SLOT_LEASE":         chaosLease.String(),
 		// Bounded waits on the database, where the gateway has them;
 		// a gateway without the setting ignores it.
-		"GATEWAY_DB_TIMEOUT": "2s",
+		"GATEWAY_DB_TIMEOUT": chaosDBTimeout.String(),
 		"GATEWAY_LOG_FORMAT": "json",
 	}
 	for k, v := range extra {
@@ -262,6 +265,23 @@ func (t *Tally) String() string {
 	return fmt.Sprintf("%v (slowest %v)", t.counts, t.slow.Round(time.Millisecond))
 }
 
+// Slowest is the longest request, and Total how many answers there were.
+func (t *Tally) Slowest() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.slow
+}
+
+func (t *Tally) Total() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, c := range t.counts {
+		n += c
+	}
+	return n
+}
+
 // Count returns how many answers had status.
 func (t *Tally) Count(status int) int {
 	t.mu.Lock()
@@ -310,6 +330,9 @@ func (p *Phases) Add(phase, status int, took time.Duration) {
 		p.tallies[phase].Add(status, took)
 	}
 }
+
+// Of returns the tally of the phase named name.
+func (p *Phases) Of(name string) *Tally { return &p.tallies[slices.Index(p.names, name)] }
 
 func (p *Phases) String() string {
 	var parts []string

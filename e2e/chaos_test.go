@@ -288,7 +288,9 @@ func TestChaosGatewayKilledMidStream(t *testing.T) {
 // TestChaosDatabaseFrozenAndRestartedUnderLoad: requests run on three
 // processes while MariaDB is frozen (SIGSTOP) for a few seconds, thawed,
 // then restarted. No answer is a 500; requests answer 503 or wait and
-// succeed; the gateways recover without a restart; no link is oversold.
+// succeed; no request started during the freeze waits longer than
+// GATEWAY_DB_TIMEOUT (+1 s), however many ledger calls it makes; the
+// gateways recover without a restart; no link is oversold.
 func TestChaosDatabaseFrozenAndRestartedUnderLoad(t *testing.T) {
 	t.Parallel()
 	mdb := testenv.StartMariaDB(t)
@@ -314,7 +316,7 @@ func TestChaosDatabaseFrozenAndRestartedUnderLoad(t *testing.T) {
 	)
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	for w := range 6 {
+	for w := range 12 {
 		wg.Go(func() {
 			for i := 0; ctx.Err() == nil; i++ {
 				l := links[(w+i)%len(links)]
@@ -416,6 +418,16 @@ func TestChaosDatabaseFrozenAndRestartedUnderLoad(t *testing.T) {
 	}
 	if streams.Count(http.StatusOK) == 0 {
 		t.Error("no stream download succeeded at all")
+	}
+	// One wait for the database per request (ledger.Wait): a claim, a
+	// refusal's explanation, a mint and its session's reads together
+	// wait at most GATEWAY_DB_TIMEOUT.
+	frozen, bound := phases.Of("frozen"), chaosDBTimeout+time.Second
+	if frozen.Total() < 50 {
+		t.Errorf("only %d requests started during the freeze, want 50 or more to judge their waits", frozen.Total())
+	}
+	if frozen.Slowest() > bound {
+		t.Errorf("a request started during the freeze took %v, want at most GATEWAY_DB_TIMEOUT + 1 s = %v", roundMs(frozen.Slowest()), bound)
 	}
 	for i, l := range links {
 		got := checkConsistent(t, admin, l.ID)

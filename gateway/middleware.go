@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/dlgate/dlgate/ledger"
 )
 
 type ctxKey int
@@ -113,7 +115,10 @@ func (s *Server) wrap(public bool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		info := &reqInfo{id: newRequestID(), route: "unknown", public: public}
-		r = r.WithContext(context.WithValue(r.Context(), reqInfoKey, info))
+		// One wait for the database per request (ledger.Wait): however
+		// many ledger calls it makes, together they wait at most
+		// GATEWAY_DB_TIMEOUT.
+		r = r.WithContext(context.WithValue(ledger.WithWait(r.Context()), reqInfoKey, info))
 		rec := &recorder{ResponseWriter: w}
 		hd := w.Header()
 		hd.Set("X-Request-Id", info.id)

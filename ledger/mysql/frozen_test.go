@@ -81,6 +81,22 @@ func TestFrozenServerFailsEveryCallWithinTheTimeout(t *testing.T) {
 	}
 	wg.Wait()
 
+	// One request's calls in a row (a lookup, a claim, a session read and
+	// a slot, as a request may make) wait one timeout in all, not one
+	// each.
+	start := time.Now()
+	reqCtx := ledger.WithWait(ctx)
+	for _, name := range []string{"LinkByTokenHash", "Claim", "SessionByTokenHash", "AcquireSlot"} {
+		if err := calls[name](reqCtx); !errors.Is(err, ledger.ErrUnavailable) && !errors.Is(err, ledger.ErrAmbiguous) {
+			t.Errorf("%s of one request on a frozen server = %v, want ErrUnavailable", name, err)
+		}
+	}
+	if took := time.Since(start); took > db.Timeout+time.Second {
+		t.Errorf("four calls of one request gave up after %v in all, want at most the timeout %v (+1 s)", took, db.Timeout)
+	} else {
+		t.Logf("four calls of one request on a frozen server: %v in all", took.Round(time.Millisecond))
+	}
+
 	server.Thaw()
 	deadline := time.Now().Add(30 * time.Second)
 	for name, call := range calls {

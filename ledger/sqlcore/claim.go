@@ -111,7 +111,7 @@ func (s *DB) grantArgs(g *ledger.Grant) []any {
 // the caller's cancellation within Timeout, bounded retries of deadlocks,
 // a failed COMMIT ambiguous.
 func (s *DB) batch(ctx context.Context, query string, args []any, scan func(*sql.Rows) (bool, error)) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout())
+	ctx, cancel := s.detached(ctx)
 	defer cancel()
 	err := s.retry(ctx, func() error { return s.d.Batch(ctx, s.db, s.q(query), args, scan) })
 	switch {

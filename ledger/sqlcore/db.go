@@ -59,8 +59,37 @@ func New(db *sql.DB, d Dialect) *DB {
 // bound gives one call to the database its own deadline, so that a hung
 // server costs a request at most Timeout instead of the driver's read
 // timeout.
+//
+// Within a request (ledger.WithWait) the bound is what the request's
+// earlier calls left of one Timeout, so however many calls a request
+// makes, together they wait at most Timeout (plus a COMMIT already sent,
+// whose outcome is unknown anyway).
 func (s *DB) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, s.timeout())
+	return s.window(ctx, ctx)
+}
+
+// detached is bound for a transaction: detached from the caller's
+// cancellation (a client that hangs up mid-claim must not turn a COMMIT
+// into an unknown outcome), but not from its wait.
+func (s *DB) detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return s.window(ctx, context.WithoutCancel(ctx))
+}
+
+// inCall marks a context already bound by window: a call made inside
+// another (a read after a transaction's work) is within its deadline and
+// is not charged twice.
+type inCall struct{}
+
+func (s *DB) window(ctx, parent context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Value(inCall{}) != nil {
+		return context.WithTimeout(parent, s.timeout())
+	}
+	d, end := ledger.WaitOf(ctx).Begin(s.timeout())
+	bounded, cancel := context.WithTimeout(context.WithValue(parent, inCall{}, true), d)
+	return bounded, func() {
+		cancel()
+		end()
+	}
 }
 
 func (s *DB) timeout() time.Duration {
@@ -145,7 +174,7 @@ func (s *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) 
 
 // inTxWith is inTx with the transaction's options (its isolation level).
 func (s *DB) inTxWith(ctx context.Context, opts *sql.TxOptions, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout())
+	ctx, cancel := s.detached(ctx)
 	defer cancel()
 	err := s.retry(ctx, func() error { return s.tryTx(ctx, opts, fn) })
 	var ce *commitError
