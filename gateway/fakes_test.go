@@ -19,10 +19,7 @@ type fakeLedger struct {
 	calls map[string]int
 }
 
-var (
-	_ ledger.Ledger       = (*fakeLedger)(nil)
-	_ ledger.TokenClaimer = (*fakeLedger)(nil)
-)
+var _ ledger.Ledger = (*fakeLedger)(nil)
 
 func (f *fakeLedger) count(method string) {
 	f.mu.Lock()
@@ -66,9 +63,9 @@ func (f *fakeLedger) Claim(ctx context.Context, req ledger.ClaimRequest) (*ledge
 }
 
 // ClaimByToken counts as a lookup and a claim: the one call does both.
-func (f *fakeLedger) ClaimByToken(ctx context.Context, hash []byte, req ledger.ClaimRequest, confirmed bool) (*ledger.Link, *ledger.Grant, error) {
+func (f *fakeLedger) ClaimByToken(ctx context.Context, hash []byte, req ledger.ClaimRequest, confirmed bool) (ledger.ClaimOutcome, error) {
 	f.count("ClaimByToken")
-	return f.Ledger.(ledger.TokenClaimer).ClaimByToken(ctx, hash, req, confirmed)
+	return f.Ledger.ClaimByToken(ctx, hash, req, confirmed)
 }
 
 func (f *fakeLedger) Refund(ctx context.Context, grantID string) error {

@@ -61,56 +61,61 @@ func admit(w http.ResponseWriter, r *http.Request, l *ledger.Link, c auth.Caller
 	return true
 }
 
-// claimByToken looks the link up and claims it in one transaction when
-// the ledger can (ledger.TokenClaimer) and this process has not cached the
-// link: one database round trip fewer than a lookup and then a claim. It
-// returns the link read in that transaction with the grant when it
-// claimed, or with none for the ordinary path to go on with (a session
-// link, a landing page, a 401, a refusal to explain); a nil link when it
-// did not try; ok=false when it answered itself.
-func (s *Server) claimByToken(w http.ResponseWriter, r *http.Request, tok string, c auth.Caller) (l *ledger.Link, g *ledger.Grant, ok bool) {
-	tc, can := s.Ledger.(ledger.TokenClaimer)
-	hash := token.Hash(tok)
-	if !can || r.Context().Err() != nil {
-		return nil, nil, true
+// linkRequest is what a request on a link URL asks for, decided from the
+// request alone, before any database access (SPEC §3, §5, §8).
+type linkRequest int
+
+const (
+	// linkRange is a GET or HEAD with Range: never a claim (§3 step 2),
+	// at most a 303 to the client's session (§5).
+	linkRange linkRequest = iota
+	// linkPreview is a link previewer or a prefetch (§8): a preview page.
+	linkPreview
+	// linkHead is a HEAD: what a GET would answer, never a claim.
+	linkHead
+	// linkClaim is a GET or a POST: a claim, unless the link first shows
+	// a landing page.
+	linkClaim
+)
+
+// classifyLink sorts a request on a link URL by its method, whether it
+// has a Range, and the previewer or prefetch it is ("" for none). A POST
+// is the landing page's form or a plain client's explicit claim: Range
+// and previewers play no part in it.
+func classifyLink(method string, ranged bool, preview string) linkRequest {
+	switch {
+	case method == http.MethodPost:
+		return linkClaim
+	case ranged:
+		return linkRange
+	case preview != "":
+		return linkPreview
+	case method == http.MethodHead:
+		return linkHead
 	}
-	if _, cached := s.links.peek(hash); cached {
-		return nil, nil, true // a claim by id needs no lookup either
-	}
-	l, g, err := tc.ClaimByToken(r.Context(), hash, ledger.ClaimRequest{
-		AccountID: c.Account, Kind: ledger.KindStream, Client: clientDescriptor(r, c),
-	}, r.Method == http.MethodPost)
-	if err != nil {
-		if l == nil {
-			s.fail(w, r, err, probLinkUnavailable)
-			return nil, nil, false
-		}
-		s.claimed(w, r, l, g, err)
-		return nil, nil, false
-	}
-	s.links.put(hash, l)
-	if g != nil {
-		s.claimed(w, r, l, g, nil)
-	}
-	return l, g, true
+	return linkClaim
 }
 
 // handleLink serves GET, HEAD and POST /d/{token} and its named form
-// /d/{token}/{name} (SPEC §3, §5, §8). GET claims unless the request is a
-// preview or the link asks for confirmation; POST always claims; HEAD
-// never does.
+// /d/{token}/{name} (SPEC §3, §5, §8): it classifies the request, then
+// answers it in one switch. GET claims unless the request is a preview or
+// the link asks for confirmation; POST always claims; HEAD never does.
 func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 	tok, ok := s.pathToken(w, r, token.Link, probLinkUnavailable)
 	if !ok {
 		return
 	}
 	c, authErr := s.authenticate(r)
+	why := ""
+	if r.Method != http.MethodPost {
+		why = s.previewOf(r)
+	}
+	kind := classifyLink(r.Method, r.Header.Get("Range") != "", why)
 	// A Range on the link URL would spend a download on a fragment; it is
 	// refused before anything is claimed (SPEC §3 step 2), and before
 	// anything is looked up unless the client may be sent to its session
 	// (§5).
-	ranged := r.Method != http.MethodPost && r.Header.Get("Range") != ""
-	if ranged && (authErr != nil || (c.Account == "" && s.affinityMode() != AffinityClient) || s.affinityMode() == AffinityOff) {
+	if kind == linkRange && (authErr != nil || !s.mayResume(c)) {
 		refuseRange(w, r)
 		return
 	}
@@ -118,56 +123,96 @@ func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 		s.refuseCredential(w, r, authErr)
 		return
 	}
-	if ranged {
+	switch kind {
+	case linkRange:
 		s.rangeOnLink(w, r, tok, c)
-		return
-	}
-	why := ""
-	if r.Method != http.MethodPost {
-		why = s.previewOf(r)
-	}
-	// Only a GET or POST that will claim may use the cached row, or claim
-	// as it looks the link up.
-	claims := !ranged && why == "" && r.Method != http.MethodHead
-	var l *ledger.Link
-	fresh := false
-	if claims {
-		var g *ledger.Grant
-		if l, g, ok = s.claimByToken(w, r, tok, c); !ok {
+	case linkClaim:
+		s.claimLink(w, r, tok, c)
+	default:
+		// A preview and HEAD claim nothing; each reports what a claim
+		// would do right now, from a fresh row.
+		l, ok := s.lookupLink(w, r, tok, c, false)
+		if !ok {
 			return
 		}
-		if g != nil {
-			s.serveStream(w, r, l, g)
+		if kind == linkHead && !l.Confirm && s.headToSession(w, r, l, c) {
 			return
 		}
-		fresh = l != nil
+		s.answerWithoutClaim(w, r, l, c.Account, why)
 	}
-	if l == nil {
-		if l, ok = s.lookupLink(w, r, tok, c, claims); !ok {
-			return
+}
+
+// claimLink answers a GET or POST that claims (SPEC §3 steps 4–8) with one
+// ledger call: the claim by token reads the link and decides in one
+// transaction, and explains a refusal from the row it read, by the
+// database's clock. The row cache saves that call only for a link this
+// process knows a GET does not claim at once: a session link mints
+// straight away (its mint is the claim), a landing page reads the row it
+// shows.
+func (s *Server) claimLink(w http.ResponseWriter, r *http.Request, tok string, c auth.Caller) {
+	if r.Context().Err() != nil {
+		return // the client left before we spent anything
+	}
+	confirmed := r.Method == http.MethodPost
+	hash := token.Hash(tok)
+	if l, cached := s.links.peek(hash); cached && !l.ClaimsAtOnce(confirmed) {
+		if admit(w, r, l, c) {
+			s.answerUnclaimed(w, r, tok, l, c, true)
 		}
-	} else if !admit(w, r, l, c) {
 		return
 	}
-	if r.Method == http.MethodHead && why == "" && !l.Confirm && s.headToSession(w, r, l, c) {
+	o, err := s.Ledger.ClaimByToken(r.Context(), hash, ledger.ClaimRequest{
+		AccountID: c.Account, Kind: ledger.KindStream, Client: clientDescriptor(r, c),
+	}, confirmed)
+	if o.Link == nil {
+		s.fail(w, r, err, probLinkUnavailable)
 		return
 	}
-	if r.Method != http.MethodPost && (why != "" || l.Confirm || r.Method == http.MethodHead) {
-		// A preview, the page of a confirm link and HEAD claim nothing;
-		// each reports what a claim would do right now, from a fresh row.
-		if claims && !fresh {
+	s.links.put(hash, o.Link)
+	switch {
+	case err != nil: // the claim's outcome is unknown
+		s.claimed(w, r, o.Link, o.Grant, err)
+	case o.Grant != nil:
+		s.claimed(w, r, o.Link, o.Grant, nil)
+		s.serveStream(w, r, o.Link, o.Grant)
+	case !admit(w, r, o.Link, c):
+		// An anonymous caller of an account-bound link: 401 (SPEC §3
+		// step 3), not the refusal the claim found.
+	case o.Refusal != "":
+		s.claimed(w, r, o.Link, nil, ledger.Refused(o.Refusal))
+	default:
+		s.answerUnclaimed(w, r, tok, o.Link, c, false)
+	}
+}
+
+// answerUnclaimed answers a GET or POST of a link that a GET does not
+// claim at once: a confirm link's GET shows its landing page (from a fresh
+// row when l came from the cache), anything else is a session link and
+// mints, sending the client to its session when it has one (SPEC §5).
+func (s *Server) answerUnclaimed(w http.ResponseWriter, r *http.Request, tok string, l *ledger.Link, c auth.Caller, cached bool) {
+	if r.Method != http.MethodPost && l.Confirm {
+		if cached {
+			var ok bool
 			if l, ok = s.lookupLink(w, r, tok, c, false); !ok {
 				return
 			}
 		}
-		s.answerWithoutClaim(w, r, l, c.Account, why)
+		s.answerWithoutClaim(w, r, l, c.Account, "")
 		return
 	}
-	if l.Delivery == ledger.DeliverySession {
-		s.mintAndAnswer(w, r, l, c, mintOptions{redirect: true, affinity: s.affinityOf(r, l, c)})
-		return
+	s.mintAndAnswer(w, r, l, c, mintOptions{redirect: true, affinity: s.affinityOf(r, l, c)})
+}
+
+// mayResume reports whether a Range on a link URL by c could be sent to
+// a session (SPEC §5), so that it is worth a lookup.
+func (s *Server) mayResume(c auth.Caller) bool {
+	switch s.affinityMode() {
+	case AffinityClient:
+		return true
+	case AffinityAccount:
+		return c.Account != ""
 	}
-	s.stream(w, r, l, c)
+	return false
 }
 
 // refuseRange answers a Range on a link URL: 409, not 416, because curl
@@ -265,23 +310,6 @@ func (s *Server) answerWithoutClaim(w http.ResponseWriter, r *http.Request, l *l
 		s.objectHeaders(w, l.Object, l.Filename)
 		w.Header().Set("Accept-Ranges", "none")
 		w.WriteHeader(http.StatusOK)
-	}
-}
-
-// stream claims one allowance and sends the whole object (delivery
-// `stream`). A storage failure before the first body byte refunds the
-// claim (SPEC §1 policy), a store that sends nothing for the open timeout
-// included (504); one that stalls later for the idle timeout cuts the
-// response short of its Content-Length.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, l *ledger.Link, c auth.Caller) {
-	if r.Context().Err() != nil {
-		return // the client left before we spent anything
-	}
-	g, err := s.Ledger.Claim(r.Context(), ledger.ClaimRequest{
-		LinkID: l.ID, AccountID: c.Account, Kind: ledger.KindStream, Client: clientDescriptor(r, c),
-	})
-	if s.claimed(w, r, l, g, err) {
-		s.serveStream(w, r, l, g)
 	}
 }
 

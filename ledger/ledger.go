@@ -242,23 +242,24 @@ type Page struct {
 	Next   string // cursor for the next page, "" at the end
 }
 
-// Ledger is what the gateway needs from its database.
-// TokenClaimer is a Ledger that can look a link up by its token hash and
-// claim it in the claim's own transaction, saving the lookup's round trip
-// on the download path.
-type TokenClaimer interface {
-	// ClaimByToken claims the link with token hash hash when a GET of its
-	// URL streams it at once: delivery stream, and no confirmation asked
-	// unless confirmed (a POST from the landing page). req.LinkID is
-	// ignored. It returns the link as read in that transaction (ReadAt the
-	// database's clock) with the grant when it claimed; a link it did not
-	// claim comes back with a nil grant and no error, for the caller's
-	// ordinary path (a session link, a landing page, a refusal to
-	// explain). Errors: ErrNotFound, ErrAmbiguous (with the grant and the
-	// link), ErrUnavailable.
-	ClaimByToken(ctx context.Context, hash []byte, req ClaimRequest, confirmed bool) (*Link, *Grant, error)
+// ClaimOutcome is what one claim by token hash found and decided, in one
+// transaction: the row, and the grant or the reason for the refusal, both
+// by the database's clock of the decision.
+type ClaimOutcome struct {
+	// Link is the row as the claim's transaction read it (ReadAt the
+	// database's clock); nil only when the token is unknown or the
+	// database failed.
+	Link *Link
+	// Grant is the claim's grant when it was granted.
+	Grant *Grant
+	// Refusal says why the claim was refused; "" when it was granted, or
+	// when the link is not one a GET claims at once (Link.ClaimsAtOnce):
+	// then nothing was tried, for the caller to mint a session or show a
+	// landing page.
+	Refusal Reason
 }
 
+// Ledger is what the gateway needs from its database.
 type Ledger interface {
 	// CreateLink inserts l (ID and TokenHash set by the caller). When
 	// l.IdempotencyKey names an existing link, that link is returned with
@@ -273,6 +274,14 @@ type Ledger interface {
 	// inserts the grant in the same transaction. Errors: ErrRefused (with
 	// the reason), ErrAmbiguous, ErrUnavailable.
 	Claim(ctx context.Context, req ClaimRequest) (*Grant, error)
+	// ClaimByToken is the download path's one call: it reads the link
+	// with token hash hash and, when a GET of its URL claims at once
+	// (Link.ClaimsAtOnce(confirmed), confirmed for a POST from the
+	// landing page), claims it with Claim's decrement, all in one
+	// transaction (on MySQL one batch and its COMMIT or ROLLBACK).
+	// req.LinkID is ignored. Errors: ErrNotFound, ErrAmbiguous (with the
+	// outcome's link and grant), ErrUnavailable.
+	ClaimByToken(ctx context.Context, hash []byte, req ClaimRequest, confirmed bool) (ClaimOutcome, error)
 	// Refund gives back the allowance of a granted claim and marks the
 	// grant refunded; refunding twice is a no-op. Errors: ErrNotFound.
 	Refund(ctx context.Context, grantID string) error
@@ -455,6 +464,14 @@ func (l *Link) Refusal(account string, now time.Time) Reason {
 		return ReasonExhausted
 	}
 	return ""
+}
+
+// ClaimsAtOnce reports whether a GET of l's URL claims it and streams the
+// object at once: delivery stream, and no confirmation asked unless the
+// request is the confirmation (a POST from the landing page). The claim by
+// token says the same in SQL (claimByTokenSQL); everything else asks this.
+func (l *Link) ClaimsAtOnce(confirmed bool) bool {
+	return l.Delivery == DeliveryStream && (!l.Confirm || confirmed)
 }
 
 // Refusal says why s cannot serve bytes at now, or "" when it can.

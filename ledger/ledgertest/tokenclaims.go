@@ -13,11 +13,12 @@ import (
 // claimByToken is ClaimByToken of l's token hash for account.
 func (e *env) claimByToken(tb testing.TB, hash []byte, account string, confirmed bool) (*ledger.Link, *ledger.Grant, error) {
 	tb.Helper()
-	tc, ok := e.l.(ledger.TokenClaimer)
-	if !ok {
-		tb.Fatalf("%T does not implement ledger.TokenClaimer", e.l)
-	}
-	return tc.ClaimByToken(e.ctx, hash, ledger.ClaimRequest{AccountID: account, Kind: ledger.KindStream, Client: "test"}, confirmed)
+	o, err := e.outcome(hash, account, confirmed)
+	return o.Link, o.Grant, err
+}
+
+func (e *env) outcome(hash []byte, account string, confirmed bool) (ledger.ClaimOutcome, error) {
+	return e.l.ClaimByToken(e.ctx, hash, ledger.ClaimRequest{AccountID: account, Kind: ledger.KindStream, Client: "test"}, confirmed)
 }
 
 func exerciseClaimsByToken(t *testing.T, newLedger NewLedger) {
@@ -94,26 +95,30 @@ func exerciseClaimsByToken(t *testing.T, newLedger NewLedger) {
 			t.Fatalf("err = %v, want ErrNotFound", err)
 		}
 	})
-	// Each of these links is returned unclaimed, with nothing spent, for
-	// the caller's ordinary path.
+	// Each of these links is returned unclaimed, with nothing spent: a
+	// refusal with its reason, judged in the claim's own transaction, or
+	// (a session link, an unconfirmed confirm link) no reason, for the
+	// caller to mint or show a page.
 	for _, c := range []struct {
 		name      string
 		edit      func(*ledger.Link)
 		account   string
 		confirmed bool
 		before    func(e *env, l *ledger.Link)
+		reason    ledger.Reason
 	}{
 		{name: "SessionLink", edit: func(l *ledger.Link) { l.Delivery = ledger.DeliverySession }},
 		{name: "ConfirmLinkUnconfirmed", edit: func(l *ledger.Link) { l.Confirm = true }},
-		{name: "AccountBoundLinkAnonymous", edit: func(l *ledger.Link) { l.AccountID = "alice" }},
-		{name: "AccountBoundLinkOtherAccount", edit: func(l *ledger.Link) { l.AccountID = "alice" }, account: "mallory"},
+		{name: "AccountBoundLinkAnonymous", edit: func(l *ledger.Link) { l.AccountID = "alice" }, reason: ledger.ReasonWrongAccount},
+		{name: "AccountBoundLinkOtherAccount", edit: func(l *ledger.Link) { l.AccountID = "alice" }, account: "mallory", reason: ledger.ReasonWrongAccount},
 		{name: "Revoked", before: func(e *env, l *ledger.Link) {
 			if err := e.l.RevokeLink(e.ctx, l.ID); err != nil {
 				panic(err)
 			}
-		}},
-		{name: "ExpiredAtItsExpiry", before: func(e *env, l *ledger.Link) { e.clock.Set(l.ExpiresAt) }},
-		{name: "Exhausted", edit: func(l *ledger.Link) { l.Remaining = 0 }},
+		}, reason: ledger.ReasonRevoked},
+		{name: "ExpiredAtItsExpiry", before: func(e *env, l *ledger.Link) { e.clock.Set(l.ExpiresAt) }, reason: ledger.ReasonExpired},
+		{name: "Exhausted", edit: func(l *ledger.Link) { l.Remaining = 0 }, reason: ledger.ReasonExhausted},
+		{name: "ExhaustedConfirmLinkConfirmed", edit: func(l *ledger.Link) { l.Confirm, l.Remaining = true, 0 }, confirmed: true, reason: ledger.ReasonExhausted},
 	} {
 		t.Run("NotClaimed/"+c.name, func(t *testing.T) {
 			t.Parallel()
@@ -127,9 +132,10 @@ func exerciseClaimsByToken(t *testing.T, newLedger NewLedger) {
 				c.before(e, l)
 			}
 			before := e.mustStatus(t, l.ID)
-			got, g, err := e.claimByToken(t, l.TokenHash, c.account, c.confirmed)
-			if err != nil || g != nil || got == nil || got.ID != l.ID {
-				t.Fatalf("ClaimByToken = %+v, %+v, %v; want the row, no grant, no error", got, g, err)
+			o, err := e.outcome(l.TokenHash, c.account, c.confirmed)
+			got := o.Link
+			if err != nil || o.Grant != nil || got == nil || got.ID != l.ID || o.Refusal != c.reason {
+				t.Fatalf("ClaimByToken = %+v, %v; want the row, no grant, refusal %q, no error", o, err, c.reason)
 			}
 			if got.Remaining != before.Remaining {
 				t.Fatalf("row remaining %d, want %d", got.Remaining, before.Remaining)

@@ -1,17 +1,18 @@
 package mysql_test
 
 import (
+	"context"
 	"database/sql/driver"
 	"fmt"
-
-	"context"
-	gomysql "github.com/go-sql-driver/mysql"
 	"testing"
+
+	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/dlgate/dlgate/internal/testenv"
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/ledger/ledgertest"
 	"github.com/dlgate/dlgate/ledger/mysql"
+	"github.com/dlgate/dlgate/ledger/sqlcore"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -20,6 +21,18 @@ func TestConformance(t *testing.T) {
 	server := testenv.SharedMariaDB(t)
 	ledgertest.Exercise(t, func(t *testing.T, clock ledger.Clock) ledger.Ledger {
 		return MustOpen(t, server.NewDatabase(t), clock)
+	})
+}
+
+// TestClaimsConformanceWithWebhooks runs the claims again with webhooks
+// on, where every claim writes its event in an ordinary transaction
+// instead of the two-round-trip batch.
+func TestClaimsConformanceWithWebhooks(t *testing.T) {
+	server := testenv.SharedMariaDB(t)
+	ledgertest.ExerciseClaims(t, func(t *testing.T, clock ledger.Clock) ledger.Ledger {
+		db := MustOpen(t, server.NewDatabase(t), clock).(*sqlcore.DB)
+		db.Webhooks = true
+		return db
 	})
 }
 

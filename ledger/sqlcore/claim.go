@@ -11,16 +11,22 @@ import (
 	"github.com/dlgate/dlgate/ledger"
 )
 
-// claimSQL is the one decision that spends an allowance (SPEC §1): a single
-// conditional decrement. Exactly one affected row means granted. The link
-// is addressed by id, which the caller resolved from the token hash; the
-// row is the same and the condition is evaluated under InnoDB's row lock
-// (or SQLite's write lock), never from a value read earlier. Expiry is
-// judged by the database's clock ({now}), so gateways whose clocks
-// disagree still agree on when a link expired.
-const claimSQL = `UPDATE links SET remaining = remaining - 1
-WHERE id = ? AND remaining > 0 AND revoked_at IS NULL AND expires_at > {now}
+// claimableSQL is the condition under which a link may be claimed, the
+// one decision that spends an allowance (SPEC §1), written once for every
+// decrement: by id (claimSQL, sessions) and by token hash
+// (claimByTokenSQL). It is evaluated under InnoDB's row lock (or SQLite's
+// write lock) in a single conditional UPDATE, never from a value read
+// earlier; exactly one affected row means granted. Expiry is judged by
+// the database's clock ({now}), so gateways whose clocks disagree still
+// agree on when a link expired. Its argument is the caller's account.
+// Link.Refusal only explains a refusal afterwards, from the row.
+const claimableSQL = `remaining > 0 AND revoked_at IS NULL AND expires_at > {now}
   AND (account_id IS NULL OR account_id = ?)`
+
+// claimSQL claims the link with the id its caller resolved from the token
+// hash (a session mint).
+const claimSQL = `UPDATE links SET remaining = remaining - 1
+WHERE id = ? AND ` + claimableSQL
 
 const insertGrantSQL = `INSERT INTO grants (id, link_id, kind, account_id, status, created_at, client, session_id)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
@@ -126,24 +132,41 @@ func (s *DB) batch(ctx context.Context, query string, args []any, scan func(*sql
 }
 
 // claimByTokenSQL is ClaimByToken's batch: the decrement of the link with
-// the token hash when a GET streams it at once, its grant, and the row as
-// the transaction sees it with the database's clock and whether the grant
-// exists.
+// the token hash when a GET claims it at once (Link.ClaimsAtOnce, in
+// SQL), its grant, and the row as the transaction sees it with the
+// database's clock and whether the grant exists.
 var claimByTokenSQL = `START TRANSACTION;
 UPDATE links SET remaining = remaining - 1
-WHERE token_hash = ? AND delivery = 'stream' AND (confirm = FALSE OR ?)
-  AND remaining > 0 AND revoked_at IS NULL AND expires_at > {now}
-  AND (account_id IS NULL OR account_id = ?);
+WHERE token_hash = ? AND delivery = 'stream' AND (confirm = FALSE OR ?) AND ` + claimableSQL + `;
 ` + strings.Replace(grantInsertSQL, "{from}", "token_hash", 1) + `;
 SELECT ` + linkColumns + `, {now}, ` + grantedSQL + ` FROM links WHERE token_hash = ?`
 
-// ClaimByToken implements ledger.TokenClaimer: on MySQL as one batch and
-// its COMMIT (two round trips, where a lookup and then Claim take three);
-// elsewhere as one ordinary transaction that reads the row and claims it.
-func (s *DB) ClaimByToken(ctx context.Context, hash []byte, req ledger.ClaimRequest, confirmed bool) (*ledger.Link, *ledger.Grant, error) {
-	if !s.batched() {
-		return s.claimByTokenInTx(ctx, hash, req, confirmed)
+// ClaimByToken reads the link and claims it when a GET claims it at once,
+// in one transaction: on MySQL as one batch and its COMMIT (two round
+// trips), elsewhere as one ordinary transaction. A refusal is explained
+// from the row that transaction read, by its clock: no second read.
+func (s *DB) ClaimByToken(ctx context.Context, hash []byte, req ledger.ClaimRequest, confirmed bool) (ledger.ClaimOutcome, error) {
+	var (
+		o   ledger.ClaimOutcome
+		err error
+	)
+	if s.batched() {
+		o, err = s.claimByTokenBatched(ctx, hash, req, confirmed)
+	} else {
+		o, err = s.claimByTokenInTx(ctx, hash, req, confirmed)
 	}
+	if err == nil && o.Grant == nil && o.Link.ClaimsAtOnce(confirmed) {
+		o.Refusal = o.Link.Refusal(req.AccountID, o.Link.ReadAt)
+		if o.Refusal == "" {
+			// Claimable as the row reads now, so it was the allowance
+			// that ran out at the decision and a top-up landed since.
+			o.Refusal = ledger.ReasonExhausted
+		}
+	}
+	return o, err
+}
+
+func (s *DB) claimByTokenBatched(ctx context.Context, hash []byte, req ledger.ClaimRequest, confirmed bool) (ledger.ClaimOutcome, error) {
 	g := newGrant(req, s.now(), "")
 	args := []any{hash, confirmed, s.dbNow(), req.AccountID}
 	args = append(args, s.grantArgs(g)...)
@@ -176,19 +199,20 @@ func (s *DB) ClaimByToken(ctx context.Context, hash []byte, req ledger.ClaimRequ
 	case errors.Is(err, ledger.ErrAmbiguous):
 		// Only COMMIT can fail so: the row was read.
 		g.LinkID = l.ID
-		return l, g, err
+		return ledger.ClaimOutcome{Link: l, Grant: g}, err
 	case err != nil:
-		return nil, nil, err
+		return ledger.ClaimOutcome{}, err
 	case !granted:
-		return l, nil, nil
+		return ledger.ClaimOutcome{Link: l}, nil
 	}
 	g.LinkID = l.ID
-	return l, g, nil
+	return ledger.ClaimOutcome{Link: l, Grant: g}, nil
 }
 
 // claimByTokenInTx is ClaimByToken as one ordinary transaction: the row,
-// then, when a GET streams it at once, Claim's decrement and grant.
-func (s *DB) claimByTokenInTx(ctx context.Context, hash []byte, req ledger.ClaimRequest, confirmed bool) (*ledger.Link, *ledger.Grant, error) {
+// then, when a GET claims it at once, Claim's decrement and grant (and
+// its webhook event).
+func (s *DB) claimByTokenInTx(ctx context.Context, hash []byte, req ledger.ClaimRequest, confirmed bool) (ledger.ClaimOutcome, error) {
 	var (
 		l *ledger.Link
 		g *ledger.Grant
@@ -203,14 +227,14 @@ func (s *DB) claimByTokenInTx(ctx context.Context, hash []byte, req ledger.Claim
 			return err
 		}
 		l.ReadAt = now.T
-		if l.Delivery != ledger.DeliveryStream || (l.Confirm && !confirmed) {
+		if !l.ClaimsAtOnce(confirmed) {
 			return nil
 		}
 		req.LinkID = l.ID
 		claim := newGrant(req, s.now(), "")
 		switch err := s.claim(ctx, tx, claim); {
 		case errors.Is(err, errNoRow):
-			return nil // not claimable: the caller's ordinary path explains it
+			return nil // refused: ClaimByToken explains it from the row
 		case err != nil:
 			return err
 		}
@@ -223,11 +247,11 @@ func (s *DB) claimByTokenInTx(ctx context.Context, hash []byte, req ledger.Claim
 	})
 	switch {
 	case errors.Is(err, ledger.ErrAmbiguous):
-		return l, g, err
+		return ledger.ClaimOutcome{Link: l, Grant: g}, err
 	case err != nil:
-		return nil, nil, s.classify(err)
+		return ledger.ClaimOutcome{}, s.classify(err)
 	}
-	return l, g, nil
+	return ledger.ClaimOutcome{Link: l, Grant: g}, nil
 }
 
 // errNoRow leaves a transaction whose conditional update matched nothing.
