@@ -57,7 +57,7 @@ type plan struct {
 }
 
 // runs reports whether any of the rows is to run: BENCH_ONLY is a
-// comma-separated list of fs, s3, claims, ranges64k, ranges1m, unknown,
+// comma-separated list of fs, s3, claims, refusals, ranges64k, ranges1m, unknown,
 // memory.
 func (p plan) runs(rows ...string) bool {
 	if len(p.only) == 0 {
@@ -136,7 +136,7 @@ func BenchmarkCompare(b *testing.B) {
 		s3.stop()
 	}
 
-	if p.runs("fs", "claims", "ranges64k", "ranges1m", "unknown") {
+	if p.runs("fs", "claims", "refusals", "ranges64k", "ranges1m", "unknown") {
 		fs := e.startFSGateway(b)
 		if p.runs("fs") {
 			rep.add(e.fsLarge(b, fs))
@@ -146,6 +146,9 @@ func BenchmarkCompare(b *testing.B) {
 		}
 		if p.runs("claims") {
 			rep.add(e.claims(b, fs))
+		}
+		if p.runs("refusals") {
+			rep.add(e.refusals(b, fs))
 		}
 		if p.runs("ranges64k") {
 			rep.add(e.ranges(b, fs, 64<<10))
@@ -570,6 +573,48 @@ func (e *bench) claims(b *testing.B, fs *gatewayProc) row {
 			" µs + MariaDB " + gw.stat("cpu.db").format("%.0f") + " µs + load generator " + gw.stat("cpu.client").format("%.0f") +
 			" µs; the plain loop: MariaDB " + ref.stat("cpu.db").format("%.0f") + " µs + the loop " + ref.stat("cpu.client").format("%.0f") +
 			" µs. The sides share the 2 cores, so the rate follows the sum."},
+	}
+}
+
+// refusals compares GETs of spent one-download links (the generic 404)
+// through the gateway with the statements a refusal needs, in a plain Go
+// loop on the same database.
+func (e *bench) refusals(b *testing.B, fs *gatewayProc) row {
+	say("refused GETs of spent links vs the refusal's statements in a plain Go loop")
+	loop := openLoopDB(b, fs)
+	n := e.plan.claims / 2
+	links := fs.newLinks(b, n, "small.bin", `"downloads":1`)
+	if _, _, err := loop.run(e.ctx, links, 32); err != nil {
+		b.Fatalf("spending the links: %v", err)
+	}
+	gw, ref := alternate(e.plan.rounds, nil,
+		func() sample {
+			q0, cpu := e.q.read(b), cpuOf(fs.Pid(), e.db.Pid(), os.Getpid())
+			res := loadgen.Run(e.ctx, e.client, loadgen.Config{
+				Clients: 64, Requests: int64(len(links)), Duration: time.Minute,
+				Request: func(_ int, i int64) *http.Request { return get(links[i].URL)(0, 0) },
+			})
+			q := e.q.read(b) - q0 - 1
+			if res.Status(http.StatusNotFound) != int64(len(links)) || res.Failed > 0 {
+				b.Errorf("refusals: %v", res)
+			}
+			return cpu.per(sample{"rate": res.Rate(), "p99": ms(res.Percentile(0.99)), "stmts": float64(q) / float64(res.Requests)}, res.Requests, "gw", "db", "client")
+		},
+		func() sample {
+			q0, cpu := e.q.read(b), cpuOf(e.db.Pid(), os.Getpid())
+			rate, p99, err := loop.runEach(e.ctx, links, 64, loop.refuse)
+			q := e.q.read(b) - q0 - 1
+			if err != nil {
+				b.Errorf("refusal loop: %v", err)
+			}
+			return cpu.per(sample{"rate": rate, "p99": ms(p99), "stmts": float64(q) / float64(len(links))}, int64(len(links)), "db", "client")
+		})
+	return row{
+		work:      "refused GETs, spent 1-download links, MariaDB, 64 clients",
+		gateway:   gw.stat("rate").format("%.0f") + "/s, p99 " + gw.stat("p99").format("%.0f") + " ms, " + gw.stat("stmts").format("%.2f") + " statements each",
+		reference: "lookup, START, the decrement, ROLLBACK in a plain Go loop: " + ref.stat("rate").format("%.0f") + "/s, p99 " + ref.stat("p99").format("%.0f") + " ms, " + ref.stat("stmts").format("%.2f") + " statements",
+		ratio:     ratios(gw, "rate", ref, "rate").stat("r").format("%.2f"),
+		before:    "issue 15: about 7 statements, 5 round trips",
 	}
 }
 

@@ -37,7 +37,10 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 // claimLoop runs the five statements on the gateway's database, with the
 // gateway's connection settings (interpolated parameters: one round trip
 // per statement).
-type claimLoop struct{ db *sql.DB }
+type claimLoop struct {
+	db *sql.DB
+	op func(context.Context, link) error // claim, unless set
+}
 
 func openLoopDB(tb testing.TB, g *gatewayProc) claimLoop {
 	tb.Helper()
@@ -77,7 +80,11 @@ func (c claimLoop) run(ctx context.Context, links []link, clients int) (float64,
 					break
 				}
 				t := time.Now()
-				if err := c.claim(ctx, links[i]); err != nil {
+				op := c.op
+				if op == nil {
+					op = c.claim
+				}
+				if err := op(ctx, links[i]); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()
@@ -136,4 +143,34 @@ func (c claimLoop) claim(ctx context.Context, l link) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// refuse runs the statements a refusal of the spent link l took before
+// the claim path was one call (issue 15): the lookup, START TRANSACTION,
+// the decrement that matches nothing and ROLLBACK, after which the old
+// path asked again for the reason; the loop stops at the minimum.
+func (c claimLoop) refuse(ctx context.Context, l link) error {
+	var id string
+	if err := c.db.QueryRowContext(ctx, `SELECT id FROM links WHERE token_hash = ?`, token.Hash(l.Token)).Scan(&id); err != nil {
+		return fmt.Errorf("lookup of link %s: %v", l.ID, err)
+	}
+	tx, err := c.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // the refusal's end
+	res, err := tx.ExecContext(ctx, loopClaimSQL, id, nil, nil)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n != 0 {
+		return fmt.Errorf("refusal of spent link %s: %d rows", l.ID, n)
+	}
+	return tx.Rollback()
+}
+
+// runEach is run with op for each link.
+func (c claimLoop) runEach(ctx context.Context, links []link, clients int, op func(context.Context, link) error) (float64, time.Duration, error) {
+	c.op = op // on this copy
+	return c.run(ctx, links, clients)
 }
