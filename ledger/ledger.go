@@ -259,17 +259,12 @@ type ClaimOutcome struct {
 	Refusal Reason
 }
 
-// Ledger is what the gateway needs from its database.
-type Ledger interface {
-	// CreateLink inserts l (ID and TokenHash set by the caller). When
-	// l.IdempotencyKey names an existing link, that link is returned with
-	// created=false. Errors: ErrInvalid, ErrUnavailable.
-	CreateLink(ctx context.Context, l *Link) (out *Link, created bool, err error)
+// Claims is the download path on link URLs (gateway/link.go, mint.go,
+// affinity.go): it finds and claims links, mints sessions and refunds.
+type Claims interface {
 	// LinkByTokenHash returns the link, whatever its state. Errors:
 	// ErrNotFound, ErrUnavailable.
 	LinkByTokenHash(ctx context.Context, hash []byte) (*Link, error)
-	// Link returns the link with its counts. Errors: ErrNotFound.
-	Link(ctx context.Context, id string) (*LinkStatus, error)
 	// Claim spends one allowance with a single conditional decrement and
 	// inserts the grant in the same transaction. Errors: ErrRefused (with
 	// the reason), ErrAmbiguous, ErrUnavailable.
@@ -285,22 +280,6 @@ type Ledger interface {
 	// Refund gives back the allowance of a granted claim and marks the
 	// grant refunded; refunding twice is a no-op. Errors: ErrNotFound.
 	Refund(ctx context.Context, grantID string) error
-	// RevokeLink revokes the link and ends its sessions; idempotent.
-	// Errors: ErrNotFound.
-	RevokeLink(ctx context.Context, id string) error
-	// AddAllowance adds n ≥ 1 to the link's allowance and remaining,
-	// recording the reason. Errors: ErrNotFound, ErrInvalid.
-	AddAllowance(ctx context.Context, id string, n int, reason string) error
-	// Grants lists the link's grants newest first. Errors: ErrNotFound.
-	Grants(ctx context.Context, linkID, cursor string, limit int) (Page, error)
-	// ListLinks lists links newest first (created_at, then id,
-	// descending), one page at a time, with their counts. Errors:
-	// ErrInvalid (bad cursor, limit or state), ErrUnavailable.
-	ListLinks(ctx context.Context, q ListQuery) (LinkPage, error)
-	// AllowanceChanges lists the audited allowance changes of a link,
-	// newest first. Errors: ErrNotFound.
-	AllowanceChanges(ctx context.Context, linkID string) ([]AllowanceChange, error)
-
 	// MintSession claims and creates a session atomically. With an
 	// idempotency key already used for (link, account) it returns the
 	// existing session and created=false, claiming nothing. Errors as Claim.
@@ -316,19 +295,29 @@ type Ledger interface {
 	// the session instead of claiming (shown on its grant). Errors:
 	// ErrUnavailable.
 	NoteAffinityReuse(ctx context.Context, sessionID string) error
+}
+
+// Sessions is what serving a session URL reads (gateway/session.go).
+type Sessions interface {
 	// SessionByTokenHash returns the session with its link's revocation.
 	// Errors: ErrNotFound.
 	SessionByTokenHash(ctx context.Context, hash []byte) (*Session, error)
-	// Session returns a session by id. Errors: ErrNotFound.
-	Session(ctx context.Context, id string) (*Session, error)
-	// RevokeSession revokes one session; idempotent. Errors: ErrNotFound.
-	RevokeSession(ctx context.Context, id string) error
+}
+
+// Budget is a session's byte budget, drawn and given back while a
+// response streams (gateway/warm.go).
+type Budget interface {
 	// DrawBytes reserves up to want bytes of the session's budget and
 	// returns how many were granted (≥ 1). Errors: ErrBudgetExhausted,
 	// ErrRefused (session dead).
 	DrawBytes(ctx context.Context, sessionID string, want int64) (int64, error)
 	// ReturnBytes gives back n reserved but unsent bytes.
 	ReturnBytes(ctx context.Context, sessionID string, n int64) error
+}
+
+// Slots are a session's leased concurrency slots (gateway/warm.go,
+// gateway/lease.go).
+type Slots interface {
 	// AcquireSlot leases one of the session's concurrency slots to holder
 	// until now+lease. Errors: ErrNoSlot.
 	AcquireSlot(ctx context.Context, sessionID, holder string, lease time.Duration) error
@@ -337,19 +326,68 @@ type Ledger interface {
 	RenewSlot(ctx context.Context, sessionID, holder string, lease time.Duration) error
 	// ReleaseSlot frees holder's slot; releasing a lost lease is a no-op.
 	ReleaseSlot(ctx context.Context, sessionID, holder string) error
+}
+
+// Admin is the admin API's view of links and sessions
+// (gateway/admin*.go).
+type Admin interface {
+	// CreateLink inserts l (ID and TokenHash set by the caller). When
+	// l.IdempotencyKey names an existing link, that link is returned with
+	// created=false. Errors: ErrInvalid, ErrUnavailable.
+	CreateLink(ctx context.Context, l *Link) (out *Link, created bool, err error)
+	// Link returns the link with its counts. Errors: ErrNotFound.
+	Link(ctx context.Context, id string) (*LinkStatus, error)
+	// RevokeLink revokes the link and ends its sessions; idempotent.
+	// Errors: ErrNotFound.
+	RevokeLink(ctx context.Context, id string) error
+	// AddAllowance adds n ≥ 1 to the link's allowance and remaining,
+	// recording the reason. Errors: ErrNotFound, ErrInvalid.
+	AddAllowance(ctx context.Context, id string, n int, reason string) error
+	// Grants lists the link's grants newest first. Errors: ErrNotFound.
+	Grants(ctx context.Context, linkID, cursor string, limit int) (Page, error)
+	// ListLinks lists links newest first (created_at, then id,
+	// descending), one page at a time, with their counts. Errors:
+	// ErrInvalid (bad cursor, limit or state), ErrUnavailable.
+	ListLinks(ctx context.Context, q ListQuery) (LinkPage, error)
+	// AllowanceChanges lists the audited allowance changes of a link,
+	// newest first. Errors: ErrNotFound.
+	AllowanceChanges(ctx context.Context, linkID string) ([]AllowanceChange, error)
+	// Session returns a session by id. Errors: ErrNotFound.
+	Session(ctx context.Context, id string) (*Session, error)
+	// RevokeSession revokes one session; idempotent. Errors: ErrNotFound.
+	RevokeSession(ctx context.Context, id string) error
+}
+
+// Sweeper ends expired sessions and clears lapsed slot leases
+// (gateway/retention.go).
+type Sweeper interface {
 	// Sweep ends expired sessions and clears lapsed leases, at most limit
 	// of each. Safe to run in many processes at once.
 	Sweep(ctx context.Context, limit int) (SweepResult, error)
+}
 
-	// Object lifecycle (SPEC §6): the versions the gateway stored, their
-	// deletion and retention. The ledger decides; the caller deletes from
-	// the store and reports back, so the ledger never calls the store.
-	ObjectLedger
-
+// Health is the readiness check and the end of the pool (gateway
+// /readyz, cmd/gateway).
+type Health interface {
 	// Ping checks the database is reachable.
 	Ping(ctx context.Context) error
 	// Close releases the connection pool.
 	Close() error
+}
+
+// Ledger is everything the gateway needs from its database, cut by who
+// uses it: each part of the gateway holds only the interface it calls,
+// and a backend implements them all (ledger/sqlcore). ObjectLedger and
+// Outbox are the object lifecycle and the webhook outbox.
+type Ledger interface {
+	Claims
+	Sessions
+	Budget
+	Slots
+	Admin
+	Sweeper
+	ObjectLedger
+	Health
 }
 
 // LinkState is where a link stands at some instant, as the admin listing
