@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"path"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
@@ -126,6 +126,10 @@ func (s *Server) handleCreateLink(w http.ResponseWriter, r *http.Request) {
 	if !decodeJSON(w, r, &req) {
 		return
 	}
+	if req.Object.Key != "" && storage.ValidateKey(req.Object.Key) != nil {
+		writeProblem(w, r, probInvalidKey, "object.key must be at most 1024 bytes of UTF-8 without control characters or backslashes, must not start with \"/\", and must have no \".\" or \"..\" segment.")
+		return
+	}
 	if msg := req.validate(s.now()); msg != "" {
 		writeProblem(w, r, probBadRequest, msg)
 		return
@@ -183,12 +187,19 @@ func (s *Server) handleCreateLink(w http.ResponseWriter, r *http.Request) {
 }
 
 // validate returns a one-line reason the request is unacceptable, or "".
+// The key rules are checked before it (400 invalid-key).
+//
+// Lengths are counted as the data's limits count them: account_id in
+// bytes, because a verified caller's account is at most 255 bytes
+// (auth.validAccount), so a longer one could never be matched; filename
+// in characters (Unicode code points, as JSON Schema's maxLength), since
+// it is only an input bound (the column holds 1024 characters, and the
+// name is stored cut to 255 bytes, a file system's limit); object.key in
+// bytes, S3's limit (storage.MaxKeyLen).
 func (req *createLinkRequest) validate(now time.Time) string {
 	switch {
 	case req.Object.Key == "":
 		return "object.key is required."
-	case storage.ValidateKey(req.Object.Key) != nil:
-		return "object.key is not a valid key."
 	case req.Downloads < 1 || req.Downloads > maxDownloads:
 		return fmt.Sprintf("downloads must be between 1 and %d.", maxDownloads)
 	case (req.ExpiresIn == nil) == (req.ExpiresAt == nil):
@@ -204,9 +215,9 @@ func (req *createLinkRequest) validate(now time.Time) string {
 	case req.Delivery != "" && req.Delivery != ledger.DeliveryStream && req.Delivery != ledger.DeliverySession:
 		return `delivery must be "stream" or "session".`
 	case len(req.AccountID) > 255 || strings.ContainsFunc(req.AccountID, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		return "account_id must be at most 255 characters without control characters."
-	case len(req.Filename) > 1024:
-		return "filename must be at most 1024 bytes."
+		return "account_id must be at most 255 bytes (of UTF-8, not characters) without control characters."
+	case utf8.RuneCountInString(req.Filename) > 1024:
+		return "filename must be at most 1024 characters."
 	}
 	if s := req.Session; s != nil {
 		switch {
@@ -371,9 +382,9 @@ func (s *Server) handleRevokeSession(w http.ResponseWriter, r *http.Request) {
 
 // handlePutObject streams the request body into the store (SPEC §6).
 func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
-	key, err := url.PathUnescape(mux.Vars(r)["key"])
-	if err != nil || storage.ValidateKey(key) != nil {
-		writeProblem(w, r, probInvalidKey, "")
+	key, ok := pathKey(r)
+	if !ok {
+		writeProblem(w, r, probInvalidKey, pathKeyRules)
 		return
 	}
 	size := r.ContentLength // -1 when chunked

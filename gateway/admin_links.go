@@ -43,7 +43,7 @@ func parseListQuery(v url.Values) (ledger.ListQuery, string) {
 	}
 	q.AccountID = v.Get("account")
 	if len(q.AccountID) > 255 || strings.ContainsFunc(q.AccountID, isControl) {
-		return q, "account must be at most 255 characters without control characters."
+		return q, "account must be at most 255 bytes (of UTF-8, not characters) without control characters."
 	}
 	q.ObjectKey = v.Get("object_key")
 	if len(q.ObjectKey) > 1024 {

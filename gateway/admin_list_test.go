@@ -172,7 +172,7 @@ func TestListLinksRefusesBadParameters(t *testing.T) {
 		{"acount=alice", `Unknown query parameter "acount"`},
 		{"account=a&account=b", "account is given more than once"},
 		{"account=", "account must not be empty"},
-		{"account=a%0Ab", "account must be at most 255 characters without control characters"},
+		{"account=a%0Ab", "account must be at most 255 bytes (of UTF-8, not characters) without control characters"},
 		{"object_key=" + strings.Repeat("k", 1025), "object_key must be at most 1024 bytes"},
 	}
 	for _, c := range cases {

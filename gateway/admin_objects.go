@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -41,6 +42,28 @@ func (s *Server) recordStored(w http.ResponseWriter, r *http.Request, v storage.
 	return false
 }
 
+// pathKeyRules is the detail of a 400 invalid-key for the key in the path
+// of PUT and DELETE /v1/objects/{key}.
+const pathKeyRules = `The key (the path after /v1/objects/, percent-decoded) must be at most 1024 bytes of UTF-8 ` +
+	`without control characters, backslashes or empty segments ("//", a trailing "/"), must not start with "/", ` +
+	`and must have no "." or ".." segment.`
+
+// pathKey returns the object key of PUT and DELETE /v1/objects/{key}, the
+// route variable percent-decoded, and whether it is a valid key: storage's
+// rules (storage.ValidateKey), and no empty segment, as the client
+// package's checkKey has it. A "//" in a URL path does not reliably reach
+// the gateway as written (proxies merge it, nginx by default, and clients
+// clean it), so a key with one is refused, raw or percent-encoded
+// (%2F%2F) alike: one key, one answer. The router hands this route
+// unclean paths (checksOwnPath) for this check to refuse.
+func pathKey(r *http.Request) (string, bool) {
+	key, err := url.PathUnescape(mux.Vars(r)["key"])
+	if err != nil || storage.ValidateKey(key) != nil || strings.Contains(key, "//") || strings.HasSuffix(key, "/") {
+		return "", false
+	}
+	return key, true
+}
+
 // handleDeleteObject deletes one version the gateway stored (SPEC §6):
 // 404 for a version it did not store or already deleted, 409 while a live
 // link or session pins it (unless force=true, which revokes them first),
@@ -49,9 +72,9 @@ func (s *Server) recordStored(w http.ResponseWriter, r *http.Request, v storage.
 // store failure answers 502/504 and leaves the deletion to the sweeper,
 // which retries it.
 func (s *Server) handleDeleteObject(w http.ResponseWriter, r *http.Request) {
-	key, err := url.PathUnescape(mux.Vars(r)["key"])
-	if err != nil || storage.ValidateKey(key) != nil {
-		writeProblem(w, r, probInvalidKey, "")
+	key, ok := pathKey(r)
+	if !ok {
+		writeProblem(w, r, probInvalidKey, pathKeyRules)
 		return
 	}
 	q := r.URL.Query()
@@ -62,6 +85,7 @@ func (s *Server) handleDeleteObject(w http.ResponseWriter, r *http.Request) {
 	}
 	force := false
 	if f := q.Get("force"); f != "" {
+		var err error
 		if force, err = strconv.ParseBool(f); err != nil {
 			writeProblem(w, r, probBadRequest, "force must be true or false.")
 			return

@@ -323,8 +323,8 @@ func sampleRequest(tb testing.TB, o docOp) (u string, body []byte, contentType s
 		if ct == "*/*" {
 			return u, []byte("hello"), "text/plain"
 		}
-		for _, name := range slices.Sorted(maps.Keys(mt.Examples)) {
-			b, err := json.Marshal(mt.Examples[name].Value.Value)
+		if names := slices.Sorted(maps.Keys(mt.Examples)); len(names) > 0 {
+			b, err := json.Marshal(mt.Examples[names[0]].Value.Value)
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -722,4 +722,121 @@ func (x *exchanger) doPut(tb testing.TB, path, body, contentType string, want in
 	}
 	_, b := x.do(tb, c)
 	return b
+}
+
+// ---- lengths ----
+
+// TestOpenAPILengthLimitsSayWhatTheServerCounts: JSON Schema's maxLength
+// counts characters, and some of the server's limits are bytes of UTF-8.
+// For each length-limited field, a value of multi-byte characters within
+// maxLength but over the server's limit is one the document accepts; the
+// server refuses it (400) only where the field's description and the
+// refusal's detail both say the limit is in bytes, and accepts it where
+// the limit is in characters.
+func TestOpenAPILengthLimitsSayWhatTheServerCounts(t *testing.T) {
+	h := MustHarness(t)
+	x := newExchanger(t, h)
+	x.doPut(t, "/v1/objects/big.iso", "iso", "", http.StatusCreated)
+	_, b := x.do(t, call{method: "POST", path: "/v1/links", body: `{"object":{"key":"big.iso"},"downloads":1,"expires_in":60}`, want: http.StatusCreated})
+	link := mustJSON[linkJSON](t, b)
+	doc := x.doc
+	bodyProp := func(schema, prop string) *openapi3.Schema {
+		s := doc.Components.Schemas[schema].Value
+		for _, part := range strings.Split(prop, ".") {
+			s = s.Properties[part].Value
+		}
+		return s
+	}
+	queryParam := func(name string) *openapi3.Parameter {
+		for _, p := range doc.Paths.Value("/v1/links").Get.Parameters {
+			if p.Value.Name == name {
+				return p.Value
+			}
+		}
+		t.Fatalf("GET /v1/links has no parameter %s", name)
+		return nil
+	}
+	quote := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	type limit struct {
+		field       string
+		description string
+		maxLength   *uint64
+		// request builds the request with the field set to v.
+		request func(v string) call
+		unit    string // "bytes" or "characters": what the server counts
+		n       int    // the server's limit
+		problem string // the type of the server's refusal
+	}
+	linkWith := func(field string) func(string) call {
+		return func(v string) call {
+			obj := `"object":{"key":"big.iso"}`
+			extra := `,"` + field + `":` + quote(v)
+			if field == "object.key" {
+				obj, extra = `"object":{"key":`+quote(v)+`}`, ""
+			}
+			return call{method: "POST", path: "/v1/links", body: `{` + obj + `,"downloads":1,"expires_in":60` + extra + `}`}
+		}
+	}
+	listWith := func(param string) func(string) call {
+		return func(v string) call {
+			return call{method: "GET", path: "/v1/links?" + url.Values{param: {v}}.Encode()}
+		}
+	}
+	limits := []limit{
+		{field: "object.key", request: linkWith("object.key"), unit: "bytes", n: 1024, problem: "invalid-key"},
+		{field: "account_id", request: linkWith("account_id"), unit: "bytes", n: 255, problem: "bad-request"},
+		{field: "filename", request: linkWith("filename"), unit: "characters", n: 1024, problem: "bad-request"},
+		{field: "reason", unit: "bytes", n: 1024, problem: "bad-request", request: func(v string) call {
+			return call{method: "POST", path: "/v1/links/" + link.ID + "/allowance", body: `{"add":1,"reason":` + quote(v) + `}`}
+		}},
+		{field: "query account", request: listWith("account"), unit: "bytes", n: 255, problem: "bad-request"},
+		{field: "query object_key", request: listWith("object_key"), unit: "bytes", n: 1024, problem: "bad-request"},
+	}
+	for i := range limits {
+		l := &limits[i]
+		var s *openapi3.Schema
+		switch l.field {
+		case "object.key":
+			s = bodyProp("ObjectRef", "key")
+		case "account_id", "filename":
+			s = bodyProp("CreateLinkRequest", l.field)
+		case "reason":
+			s = bodyProp("AllowanceRequest", "reason")
+		default:
+			p := queryParam(strings.TrimPrefix(l.field, "query "))
+			s, l.description = p.Schema.Value, p.Description
+		}
+		if l.description == "" {
+			l.description = s.Description
+		}
+		l.maxLength = s.MaxLength
+	}
+	for _, l := range limits {
+		if l.maxLength == nil || int(*l.maxLength) != l.n {
+			t.Errorf("%s: maxLength %v, want %d", l.field, l.maxLength, l.n)
+			continue
+		}
+		if !strings.Contains(l.description, fmt.Sprintf("%d %s", l.n, l.unit)) {
+			t.Errorf("%s: the description %q does not say the limit is %d %s", l.field, l.description, l.n, l.unit)
+		}
+		// n two-byte characters: within maxLength, over a limit in bytes.
+		c := l.request(strings.Repeat("é", l.n))
+		if l.unit == "bytes" {
+			c.want = http.StatusBadRequest
+			resp, body := x.do(t, c) // fails if the document refuses it
+			if p := mustProblem(t, resp, body, http.StatusBadRequest, l.problem); !strings.Contains(p.Detail, "bytes") {
+				t.Errorf("%s of %d × é: the 400's detail %q does not say the limit is in bytes", l.field, l.n, p.Detail)
+			}
+		} else {
+			c.want = http.StatusCreated
+			x.do(t, c)
+		}
+		// One more character: both refuse.
+		c = l.request(strings.Repeat("é", l.n+1))
+		c.want, c.docRefuses = http.StatusBadRequest, true
+		resp, body := x.do(t, c)
+		if p := mustProblem(t, resp, body, http.StatusBadRequest, l.problem); !strings.Contains(p.Detail, l.unit) {
+			t.Errorf("%s of %d × é: the 400's detail %q does not say the limit is in %s", l.field, l.n+1, p.Detail, l.unit)
+		}
+	}
 }

@@ -35,6 +35,10 @@ var (
 	probNotFound         = problem{http.StatusNotFound, "not-found", "Not found", "There is nothing at this address."}
 	probMethodNotAllowed = problem{http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed",
 		"This address does not accept that kind of request."}
+	// A POST, PUT or DELETE whose path has an empty, "." or ".." segment
+	// (cleanPaths): redirecting it would change its method or target.
+	probNonCanonicalPath = problem{http.StatusBadRequest, "non-canonical-path", "The request path is not in canonical form",
+		"This address is not written the usual way: it has a doubled slash or a \".\" or \"..\" part. Nothing was used up."}
 	// 409, not 416: curl -C - and wget -c read a 416 on resume as "already
 	// complete", exit 0 and keep a truncated file; a 409 makes both fail
 	// loudly and leave the partial file alone (SPEC §3 step 2).

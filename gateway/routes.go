@@ -49,8 +49,8 @@ func (s *Server) adminRoutes() []route {
 		{"admin_links_allowance_changes", "/v1/links/{id}/allowance", []string{http.MethodGet}, admin(s.handleAllowanceChanges)},
 		{"admin_links_grants", "/v1/links/{id}/grants", []string{http.MethodGet}, admin(s.handleGrants)},
 		{"admin_sessions_revoke", "/v1/sessions/{id}", []string{http.MethodDelete}, admin(s.handleRevokeSession)},
-		{"admin_objects_put", "/v1/objects/{key:.+}", []string{http.MethodPut}, s.idleUpload(admin(s.handlePutObject))},
-		{"admin_objects_delete", "/v1/objects/{key:.+}", []string{http.MethodDelete}, admin(s.handleDeleteObject)},
+		{"admin_objects_put", "/v1/objects/{key:.+}", []string{http.MethodPut}, checksOwnPath(s.idleUpload(admin(s.handlePutObject)))},
+		{"admin_objects_delete", "/v1/objects/{key:.+}", []string{http.MethodDelete}, checksOwnPath(admin(s.handleDeleteObject))},
 		{"healthz", "/healthz", getHead, open(func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 		})},
@@ -68,20 +68,27 @@ func (s *Server) PublicHandler() http.Handler { return s.router(true, true, s.pu
 func (s *Server) AdminHandler() http.Handler { return s.router(false, false, s.adminRoutes()) }
 
 // router builds a mux router from a route table and wraps all of it, so
-// that even mux's own answers (its path-cleaning 301, 404, 405) carry the
-// listener's headers and request id and are logged and counted. On the
-// public listener, fast puts fastRoutes in front of mux.
+// that even mux's own answers (404, 405) and those of cleanPaths (308 for
+// a GET or HEAD of an unclean path, 400 for other methods, OPTIONS *)
+// carry the listener's headers and request id and are logged and
+// counted. On the public listener, fast puts fastRoutes in front of mux.
 func (s *Server) router(public, fast bool, routes []route) http.Handler {
-	r := mux.NewRouter()
+	// mux's own cleaning answers every method with a 301; cleanPaths
+	// cleans instead, without ever changing a method or a target.
+	r := mux.NewRouter().SkipClean(true)
 	if !public {
 		// Object keys may contain encoded characters; match on the raw
 		// path and unescape the variable ourselves.
 		r.UseEncodedPath()
 	}
 	hs := make([]http.Handler, len(routes))
+	owners := map[*mux.Route]bool{}
 	for i, rt := range routes {
 		hs[i] = named(rt.name, rt.h)
-		r.Handle(rt.pattern, hs[i]).Methods(rt.methods...)
+		mr := r.Handle(rt.pattern, hs[i]).Methods(rt.methods...)
+		if _, ok := rt.h.(pathChecker); ok {
+			owners[mr] = true
+		}
 	}
 	r.NotFoundHandler = named("unknown", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		writeProblem(w, req, probNotFound, "")
@@ -91,16 +98,17 @@ func (s *Server) router(public, fast bool, routes []route) http.Handler {
 		w.Header().Set("Allow", allowed(r, req))
 		writeProblem(w, req, probMethodNotAllowed, "")
 	}))
+	var h http.Handler = r
+	if fast {
+		h = newFastRoutes(routes, hs, r)
+	}
+	h = cleanPaths(h, r, owners, !public, tableMethods(routes))
 	if public {
-		var h http.Handler = r
-		if fast {
-			h = newFastRoutes(routes, hs, r)
-		}
 		// Bodies are settled before routing, so before any lookup or
 		// claim (gateway/limits.go).
 		return s.wrap(public, s.limitPublicBodies(h))
 	}
-	return s.wrap(public, r)
+	return s.wrap(public, h)
 }
 
 // allowed lists the methods some route of r accepts for req's path.

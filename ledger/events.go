@@ -2,6 +2,9 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -29,14 +32,15 @@ type Event struct {
 	Data      EventData `json:"data"`
 }
 
-// EventData is what an event says. Fields that do not apply to an event
-// type are left out of the JSON.
+// EventData is what an event says. Which fields an event's JSON carries
+// is decided by its type (eventFields), not by which are empty.
 type EventData struct {
 	LinkID    string `json:"link_id,omitempty"`
 	GrantID   string `json:"grant_id,omitempty"`
 	SessionID string `json:"session_id,omitempty"`
 	// AccountID is the link's account in link events, the verified caller
-	// in grant and session events; absent when anonymous.
+	// in grant events, the session's (its link's) in session.created;
+	// null in the JSON when anonymous.
 	AccountID string `json:"account_id,omitempty"`
 	// Client is the client address and user agent as the grant records
 	// them (GET /v1/links/{id}/grants shows the same).
@@ -55,14 +59,137 @@ type EventData struct {
 	Object         *EventObject `json:"object,omitempty"`
 }
 
-// EventObject names an object version in link.created and object.deleted.
+// EventObject names an object version in link events and object.deleted.
 type EventObject struct {
 	Bucket      string `json:"bucket"`
 	Key         string `json:"key"`
 	VersionID   string `json:"version_id"`
 	Size        int64  `json:"size"`
-	ETag        string `json:"etag,omitempty"`
-	ContentType string `json:"content_type,omitempty"`
+	ETag        string `json:"etag"`
+	ContentType string `json:"content_type"`
+}
+
+// eventFields are the data fields of each event type, in the order and
+// with the names docs/api.md ("Webhooks") documents them (a test holds
+// the two together). Each is always present: one without a value is
+// null, never left out (account_id of an anonymous link or caller,
+// session_id of a stream grant), as the admin API writes them, so that a
+// receiver can tell "anonymous" from "not sent".
+var eventFields = map[string][]string{
+	EventLinkCreated:    linkEventFields,
+	EventLinkRevoked:    linkEventFields,
+	EventGrantCreated:   grantEventFields,
+	EventGrantRefunded:  grantEventFields,
+	EventSessionCreated: {"link_id", "grant_id", "session_id", "account_id", "client", "expires_at", "byte_budget", "max_concurrency"},
+	EventLinkExhausted:  {"link_id", "account_id", "downloads", "remaining", "expires_at"},
+	EventObjectDeleted:  {"object"},
+}
+
+var (
+	linkEventFields  = []string{"link_id", "account_id", "downloads", "remaining", "delivery", "filename", "expires_at", "object"}
+	grantEventFields = []string{"link_id", "grant_id", "session_id", "account_id", "client", "kind", "downloads", "remaining", "expires_at"}
+)
+
+// EventFields returns the data fields of events of type typ, nil for an
+// unknown type.
+func EventFields(typ string) []string { return eventFields[typ] }
+
+// MarshalJSON writes e as a receiver gets it: {"type", "timestamp",
+// "data"}, data with exactly the fields of e.Type (eventFields). An event
+// of an unknown type keeps the fields that have a value.
+func (e Event) MarshalJSON() ([]byte, error) {
+	type plain Event // without this method
+	fields, ok := eventFields[e.Type]
+	if !ok {
+		type loose struct {
+			plain
+			Data looseData `json:"data"`
+		}
+		return json.Marshal(loose{plain: plain(e), Data: looseData(e.Data)})
+	}
+	data := []byte{'{'}
+	for i, name := range fields {
+		v, err := e.Data.field(name)
+		if err != nil {
+			return nil, fmt.Errorf("ledger: event %s: %w", e.Type, err)
+		}
+		enc, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			data = append(data, ',')
+		}
+		data = append(strconv.AppendQuote(data, name), ':')
+		data = append(data, enc...)
+	}
+	data = append(data, '}')
+	return json.Marshal(struct {
+		Type      string          `json:"type"`
+		Timestamp time.Time       `json:"timestamp"`
+		Data      json.RawMessage `json:"data"`
+	}{e.Type, e.Timestamp, data})
+}
+
+// field is the value of the data field name, nil for null.
+func (d *EventData) field(name string) (any, error) {
+	switch name {
+	case "link_id":
+		return d.LinkID, nil
+	case "grant_id":
+		return d.GrantID, nil
+	case "session_id":
+		return orNull(d.SessionID), nil
+	case "account_id":
+		return orNull(d.AccountID), nil
+	case "client":
+		return d.Client, nil
+	case "kind":
+		return d.Kind, nil
+	case "downloads":
+		return d.Downloads, nil
+	case "remaining":
+		return d.Remaining, nil
+	case "delivery":
+		return d.Delivery, nil
+	case "filename":
+		return d.Filename, nil
+	case "expires_at":
+		return d.ExpiresAt, nil
+	case "byte_budget":
+		return d.ByteBudget, nil
+	case "max_concurrency":
+		return d.MaxConcurrency, nil
+	case "object":
+		return d.Object, nil
+	}
+	return nil, fmt.Errorf("unknown data field %q", name)
+}
+
+func orNull(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// looseData is EventData with every empty field left out, for events of
+// a type eventFields does not know.
+type looseData struct {
+	LinkID         string       `json:"link_id,omitempty"`
+	GrantID        string       `json:"grant_id,omitempty"`
+	SessionID      string       `json:"session_id,omitempty"`
+	AccountID      string       `json:"account_id,omitempty"`
+	Client         string       `json:"client,omitempty"`
+	Kind           string       `json:"kind,omitempty"`
+	Downloads      *int         `json:"downloads,omitempty"`
+	Remaining      *int         `json:"remaining,omitempty"`
+	Delivery       string       `json:"delivery,omitempty"`
+	Filename       string       `json:"filename,omitempty"`
+	ExpiresAt      *time.Time   `json:"expires_at,omitempty"`
+	ByteBudget     int64        `json:"byte_budget,omitempty"`
+	MaxConcurrency int          `json:"max_concurrency,omitempty"`
+	Object         *EventObject `json:"object,omitempty"`
 }
 
 // OutboxEvent is an event as the outbox hands it to a deliverer.

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -168,11 +169,12 @@ func (c *linksCommand) create(ctx context.Context, args []string) error {
 	if lifetime > 10*366*24*time.Hour {
 		return usagef("links create: --expires-in must be at most 10 years")
 	}
+	// As the server counts them (docs/api.md, "Decision: lengths").
 	if len(*account) > 255 || strings.ContainsFunc(*account, unicode.IsControl) {
-		return usagef("links create: --account must be at most 255 characters without control characters")
+		return usagef("links create: --account must be at most 255 bytes (of UTF-8, not characters) without control characters")
 	}
-	if len(*filename) > 1024 {
-		return usagef("links create: --filename must be at most 1024 bytes")
+	if utf8.RuneCountInString(*filename) > 1024 {
+		return usagef("links create: --filename must be at most 1024 characters")
 	}
 
 	arg := pos[0]

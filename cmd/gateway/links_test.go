@@ -230,11 +230,6 @@ func TestLinksCreate(t *testing.T) {
 	}
 }
 
-func jsonString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
 func TestLinksCreateJSON(t *testing.T) {
 	f := MustFakeAdmin(t)
 	r := MustRun(t, adminEnv(f), "links", "create", "k", "--downloads", "1", "--expires-in", "1h", "--json")
@@ -331,8 +326,9 @@ func TestLinksCreateErrors(t *testing.T) {
 		{"MissingLocalFile", append([]string{"./no-such-file.iso"}, valid...), nil, nil, 1, "gateway: links create: ./no-such-file.iso: no such file", 0},
 		{"MissingAbsoluteFile", append([]string{dir + "/gone.bin"}, valid...), nil, nil, 1, "gateway: links create: " + dir + "/gone.bin: no such file", 0},
 		{"ADirectory", append([]string{dir}, valid...), nil, nil, 1, "gateway: links create: " + dir + ": is a directory, not a file", 0},
-		{"AccountTheServerWouldRefuse", append([]string{hello, "--account", strings.Repeat("a", 256)}, valid...), nil, nil, 2, "gateway: links create: --account must be at most 255 characters", 0},
-		{"FilenameTheServerWouldRefuse", append([]string{hello, "--filename", strings.Repeat("f", 1025)}, valid...), nil, nil, 2, "gateway: links create: --filename must be at most 1024 bytes", 0},
+		{"AccountTheServerWouldRefuse", append([]string{hello, "--account", strings.Repeat("a", 256)}, valid...), nil, nil, 2, "gateway: links create: --account must be at most 255 bytes", 0},
+		{"AccountOfTooManyBytes", append([]string{hello, "--account", strings.Repeat("é", 128)}, valid...), nil, nil, 2, "gateway: links create: --account must be at most 255 bytes", 0},
+		{"FilenameTheServerWouldRefuse", append([]string{hello, "--filename", strings.Repeat("é", 1025)}, valid...), nil, nil, 2, "gateway: links create: --filename must be at most 1024 characters", 0},
 		{"LifetimeTheServerWouldRefuse", []string{hello, "--downloads", "1", "--expires-in", "4000d"}, nil, nil, 2, "gateway: links create: --expires-in must be at most 10 years", 0},
 		{"MissingKey", append([]string{"no/such/key"}, valid...), nil,
 			problem(422, `{"type":"https://dlgate.dev/problems/object-not-found","title":"Object not found","detail":"no object \"no/such/key\""}`),

@@ -293,13 +293,17 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		// OPTIONS * is the gateway's to answer, with the listener's
+		// headers and request id (docs/api.md), not net/http's.
+		DisableGeneralOptionsHandler: true,
 	}
 	admin := &http.Server{
-		Handler:           srv.AdminHandler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		Handler:                      srv.AdminHandler(),
+		ReadHeaderTimeout:            10 * time.Second,
+		IdleTimeout:                  2 * time.Minute,
+		MaxHeaderBytes:               64 << 10,
+		ErrorLog:                     slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		DisableGeneralOptionsHandler: true,
 	}
 	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSweep()

@@ -121,16 +121,6 @@ func (s *DB) dbNow() any {
 	return s.t(s.DBClock())
 }
 
-// clockNow reads the database's clock (or DBClock), for explaining a
-// decision after it was made; it never makes one.
-func (s *DB) clockNow(ctx context.Context) (time.Time, error) {
-	var now timeCol
-	if err := s.db.QueryRowContext(ctx, s.q(`SELECT {now}`), s.dbNow()).Scan(&now); err != nil {
-		return time.Time{}, err
-	}
-	return now.T, nil
-}
-
 // SQL returns the underlying pool (for migrations and tests).
 func (s *DB) SQL() *sql.DB { return s.db }
 
