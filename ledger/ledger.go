@@ -187,6 +187,9 @@ type Session struct {
 	// ReadAt is the database's clock when a lookup read the row (zero
 	// elsewhere), as Link.ReadAt.
 	ReadAt time.Time
+	// Streaming is set by session affinity's lookup when a request of
+	// the session holds a concurrency slot (its lease not lapsed).
+	Streaming bool
 }
 
 // MintRequest asks to claim one allowance and mint a session in the same
@@ -225,9 +228,12 @@ const MaxAffinityKey = 64
 
 // Usable reports whether s can still serve bytes at now with budget left:
 // what session affinity (SPEC §5) asks of a session before sending a
-// client back to it.
+// client back to it. A budget wholly drawn while a request of the session
+// still holds a slot is not spent yet: processes give back what they drew
+// and did not send, so the client goes back to its session rather than
+// spending another download.
 func (s *Session) Usable(now time.Time) bool {
-	return s.Refusal(now) == "" && s.BytesDrawn < s.ByteBudget
+	return s.Refusal(now) == "" && (s.BytesDrawn < s.ByteBudget || s.Streaming)
 }
 
 // SweepResult counts what one Sweep call did.

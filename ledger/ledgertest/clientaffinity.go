@@ -204,6 +204,39 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 			t.Fatalf("four sessions: %+v, want four claims", st)
 		}
 	})
+	t.Run("ABudgetDrawnWhileARequestStreamsIsNotSpentYet", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		l := e.MustLink(t, 3, open)
+		x, _, err := e.mintForClient(l, 100, "u:client-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.l.AcquireSlot(e.ctx, x.ID, "streaming", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.l.DrawBytes(e.ctx, x.ID, 100); err != nil || got != 100 {
+			t.Fatalf("DrawBytes = %d, %v", got, err)
+		}
+		// The streaming request may give back what it did not send.
+		if got, err := e.l.AffinitySession(e.ctx, l.ID, "", []string{"u:client-a"}); err != nil || got.ID != x.ID {
+			t.Fatalf("AffinitySession while a request holds a slot = %+v, %v; want the session", got, err)
+		}
+		if err := e.l.ReleaseSlot(e.ctx, x.ID, "streaming"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.l.AffinitySession(e.ctx, l.ID, "", []string{"u:client-a"}); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("AffinitySession of a spent session no request holds: %v, want ErrNotFound", err)
+		}
+		// A lapsed lease is no request.
+		if err := e.l.AcquireSlot(e.ctx, x.ID, "crashed", time.Second); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Add(2 * time.Second)
+		if _, err := e.l.AffinitySession(e.ctx, l.ID, "", []string{"u:client-a"}); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("AffinitySession of a spent session with a lapsed lease: %v, want ErrNotFound", err)
+		}
+	})
 	t.Run("ARevokedLinkEndsTheAffinity", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, newLedger)

@@ -239,13 +239,20 @@ func (s *DB) latestAffinity(ctx context.Context, linkID, account string, keys []
 		}
 		order.WriteString(` END, `)
 	}
-	x, err := scanSession(withMore(s.db.QueryRowContext(ctx, s.q(`SELECT `+sessionColumns+`, {now}, k.idem_key`+sessionFrom+`
+	// The selected {now} and the slot lease's {now} take the first two
+	// arguments, then the WHERE's and the ORDER BY's.
+	queryArgs := append([]any{args[0], s.dbNow()}, args[1:]...)
+	queryArgs = append(queryArgs, oargs...)
+	var streaming int
+	x, err := scanSession(withMore(s.db.QueryRowContext(ctx, s.q(`SELECT `+sessionColumns+`, {now}, k.idem_key,
+  (SELECT COUNT(*) FROM session_slots t WHERE t.session_id = s.id AND t.holder IS NOT NULL AND t.lease_until > {now})`+sessionFrom+`
 JOIN session_idempotency k ON k.session_id = s.id
 WHERE k.link_id = ? AND k.scope = ? AND (`+where.String()+`)
-ORDER BY `+order.String()+`k.created_at DESC, k.session_id DESC LIMIT 1`), append(args, oargs...)...), &now, &found))
+ORDER BY `+order.String()+`k.created_at DESC, k.session_id DESC LIMIT 1`), queryArgs...), &now, &found, &streaming))
 	if err != nil {
 		return nil, "", time.Time{}, s.classify(err)
 	}
+	x.Streaming = streaming > 0
 	for _, k := range keys {
 		if strings.HasPrefix(found, affinityKey(k, "")) {
 			return x, k, now.T, nil
