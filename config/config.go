@@ -38,6 +38,8 @@ const (
 	DefaultObjectRetention       = 168 * time.Hour
 	DefaultAuditRetention        = 8760 * time.Hour
 	DefaultWebhookMaxAge         = 72 * time.Hour
+	// DefaultACMEDirectory is Let's Encrypt's production directory.
+	DefaultACMEDirectory = "https://acme-v02.api.letsencrypt.org/directory"
 
 	// EnvPrefix starts every environment variable name.
 	EnvPrefix = "GATEWAY_"
@@ -71,6 +73,10 @@ type Config struct {
 	S3Endpoint  string // GATEWAY_S3_ENDPOINT; empty means AWS
 	S3Region    string // GATEWAY_S3_REGION
 	S3PathStyle bool   // GATEWAY_S3_PATH_STYLE
+	// S3CA is GATEWAY_S3_CA: a PEM file of CA certificates trusted, on
+	// top of the system's, for an https store endpoint (AWS_CA_BUNDLE,
+	// the SDK's own variable, works too).
+	S3CA string
 	// StoreOpenTimeout is GATEWAY_STORE_OPEN_TIMEOUT: how long opening an
 	// object may take until its first bytes arrive.
 	StoreOpenTimeout time.Duration
@@ -138,6 +144,20 @@ type Config struct {
 	JWTAccountClaim string        // GATEWAY_JWT_ACCOUNT_CLAIM
 	JWTLeeway       time.Duration // GATEWAY_JWT_LEEWAY
 
+	// HTTPS (SPEC §10). TLSCert and TLSKey are PEM files for the public
+	// listener; the admin listener uses its own pair, else the public
+	// one. ACMEDomains (comma-separated) turns on certificates from the
+	// ACME CA at ACMEDirectory; RedirectListen is a plain-HTTP listener
+	// that answers 308 to the https public URL (and HTTP-01 challenges).
+	TLSCert        string // GATEWAY_TLS_CERT
+	TLSKey         string // GATEWAY_TLS_KEY
+	AdminTLSCert   string // GATEWAY_ADMIN_TLS_CERT
+	AdminTLSKey    string // GATEWAY_ADMIN_TLS_KEY
+	RedirectListen string // GATEWAY_REDIRECT_LISTEN
+	ACMEDomains    string // GATEWAY_ACME_DOMAINS
+	ACMEEmail      string // GATEWAY_ACME_EMAIL
+	ACMEDirectory  string // GATEWAY_ACME_DIRECTORY
+
 	// NoMigrate is the --no-migrate flag of `gateway serve`; it has no
 	// environment variable or file key.
 	NoMigrate bool
@@ -173,6 +193,7 @@ func Default() *Config {
 		Auth:                  "none",
 		JWTAccountClaim:       "sub",
 		JWTLeeway:             30 * time.Second,
+		ACMEDirectory:         DefaultACMEDirectory,
 	}
 }
 
@@ -277,7 +298,7 @@ func Load(args []string, env func(string) string) (*Config, error) {
 // follow a Listen or DataDir given at any precedence level.
 func (c *Config) fillDerived() {
 	if c.PublicURL == "" {
-		c.PublicURL = "http://" + DialableAddr(c.Listen)
+		c.PublicURL = c.DefaultPublicURL(c.Listen)
 	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	if c.DBDSN == "" && c.DBDriver == "sqlite" {
@@ -286,6 +307,39 @@ func (c *Config) fillDerived() {
 	if c.FSRoot == "" {
 		c.FSRoot = filepath.Join(c.DataDir, "objects")
 	}
+}
+
+// TLS reports whether the public listener serves HTTPS.
+func (c *Config) TLS() bool { return c.TLSCert != "" || c.ACMEDomains != "" }
+
+// ACMEDomainList is ACMEDomains split at commas, trimmed, empty entries
+// dropped.
+func (c *Config) ACMEDomainList() []string {
+	var out []string
+	for _, d := range strings.Split(c.ACMEDomains, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// DefaultPublicURL is the public URL when GATEWAY_PUBLIC_URL is unset,
+// for a public listener at listen: http:// and the listen address, or
+// https:// with TLS on, naming the first ACME domain (and the listen
+// port unless it is 443) when there is one.
+func (c *Config) DefaultPublicURL(listen string) string {
+	if !c.TLS() {
+		return "http://" + DialableAddr(listen)
+	}
+	domains := c.ACMEDomainList()
+	if len(domains) == 0 {
+		return "https://" + DialableAddr(listen)
+	}
+	if _, port, err := net.SplitHostPort(listen); err == nil && port != "443" {
+		return "https://" + net.JoinHostPort(domains[0], port)
+	}
+	return "https://" + domains[0]
 }
 
 // DialableAddr turns a listen address into one a client on the same machine
@@ -438,7 +492,7 @@ func (c *Config) Validate() error {
 	if c.SessionMaxConcurrency < 1 {
 		return bad("SESSION_MAX_CONCURRENCY", "must be at least 1, got %d", c.SessionMaxConcurrency)
 	}
-	return nil
+	return c.validateTLS(bad)
 }
 
 func checkListen(addr string) error {

@@ -31,6 +31,15 @@ type fileConfig struct {
 	S3Endpoint            fileValue `yaml:"s3_endpoint"`
 	S3Region              fileValue `yaml:"s3_region"`
 	S3PathStyle           fileValue `yaml:"s3_path_style"`
+	S3CA                  fileValue `yaml:"s3_ca"`
+	TLSCert               fileValue `yaml:"tls_cert"`
+	TLSKey                fileValue `yaml:"tls_key"`
+	AdminTLSCert          fileValue `yaml:"admin_tls_cert"`
+	AdminTLSKey           fileValue `yaml:"admin_tls_key"`
+	RedirectListen        fileValue `yaml:"redirect_listen"`
+	ACMEDomains           fileValue `yaml:"acme_domains"`
+	ACMEEmail             fileValue `yaml:"acme_email"`
+	ACMEDirectory         fileValue `yaml:"acme_directory"`
 	StoreOpenTimeout      fileValue `yaml:"store_open_timeout"`
 	StoreIdleTimeout      fileValue `yaml:"store_idle_timeout"`
 	ShutdownGrace         fileValue `yaml:"shutdown_grace"`

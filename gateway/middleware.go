@@ -127,6 +127,9 @@ func (s *Server) wrap(public bool, h http.Handler) http.Handler {
 			hd.Set("Cache-Control", "no-store")
 			hd.Set("X-Content-Type-Options", "nosniff")
 			hd.Set("Referrer-Policy", "no-referrer")
+			if s.HSTS != "" {
+				hd.Set("Strict-Transport-Security", s.HSTS)
+			}
 		}
 		defer s.accessLog(r, info, rec, start)
 		h.ServeHTTP(rec, r)

@@ -90,6 +90,10 @@ type Options struct {
 	ClientAddr func(*http.Request) netip.Addr
 	// Version labels gateway_build_info.
 	Version string
+	// HSTS is the Strict-Transport-Security value put on every public
+	// response (SPEC §10); empty sends none (plain HTTP, or TLS ended
+	// at a proxy, which then owns the header).
+	HSTS string
 	// WarmIdle, WarmRowTTL and WarmBudget tune warm sessions (warm.go):
 	// how long a process keeps an idle session's slots and budget, how
 	// stale its copy of the session row may be (the delay of a revocation

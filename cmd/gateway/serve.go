@@ -20,6 +20,7 @@ import (
 	"github.com/dlgate/dlgate/config"
 	"github.com/dlgate/dlgate/gateway"
 	"github.com/dlgate/dlgate/internal/logbuf"
+	"github.com/dlgate/dlgate/internal/tlsserve"
 	"github.com/dlgate/dlgate/ledger/mysql"
 	"github.com/dlgate/dlgate/ledger/sqlcore"
 	"github.com/dlgate/dlgate/ledger/sqlite"
@@ -240,10 +241,29 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		return fmt.Errorf("admin listen %s: %w", cfg.AdminListen, err)
 	}
 	defer adm.Close()
+	var redir net.Listener
+	redirAddr := ""
+	if cfg.RedirectListen != "" {
+		if redir, err = net.Listen("tcp", cfg.RedirectListen); err != nil {
+			return fmt.Errorf("redirect listen %s: %w", cfg.RedirectListen, err)
+		}
+		defer redir.Close()
+		redirAddr = redir.Addr().String()
+	}
+	certs, err := newTLS(ctx, cfg, pub.Addr().String(), redirAddr, log)
+	if err != nil {
+		return err
+	}
+	defer certs.Close()
+	publicTLS, adminTLS := certs.PublicConfig(), certs.AdminConfig()
+	hsts := ""
+	if publicTLS != nil {
+		hsts = tlsserve.HSTS
+	}
 	publicURL := cfg.PublicURL
-	if publicURL == "http://"+config.DialableAddr(cfg.Listen) {
+	if publicURL == cfg.DefaultPublicURL(cfg.Listen) {
 		// Port 0 (tests) or a wildcard host: name the address we got.
-		publicURL = "http://" + config.DialableAddr(pub.Addr().String())
+		publicURL = cfg.DefaultPublicURL(pub.Addr().String())
 	}
 	srv, err := gateway.New(gateway.Options{
 		Ledger: db, Store: store, Secret: []byte(cfg.Secret), SecretPrevious: cfg.PreviousSecrets(),
@@ -258,6 +278,7 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		StoreOpenTimeout: cfg.StoreOpenTimeout, StoreIdleTimeout: cfg.StoreIdleTimeout,
 		ClientAddr: func(r *http.Request) netip.Addr { return auth.ClientAddr(r, trusted) },
 		Version:    buildVersion(),
+		HSTS:       hsts,
 
 		// A body that never finishes is refused before anything is claimed.
 		BodyTimeout: cfg.BodyTimeout,
@@ -272,9 +293,9 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	adminURL := "http://" + config.DialableAddr(adm.Addr().String())
+	adminURL := scheme(adminTLS != nil) + config.DialableAddr(adm.Addr().String())
 	announce(stdout, cfg, publicURL, adminURL, newToken)
-	if host, _, _ := net.SplitHostPort(cfg.Listen); cfg.PublicURL == "http://"+config.DialableAddr(cfg.Listen) && isWildcard(host) {
+	if host, _, _ := net.SplitHostPort(cfg.Listen); cfg.PublicURL == cfg.DefaultPublicURL(cfg.Listen) && len(cfg.ACMEDomainList()) == 0 && isWildcard(host) {
 		log.Warn("listening on every interface, but links name localhost; set GATEWAY_PUBLIC_URL to the address people reach",
 			"listen", cfg.Listen, "public_url", publicURL)
 	}
@@ -296,6 +317,10 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		// OPTIONS * is the gateway's to answer, with the listener's
 		// headers and request id (docs/api.md), not net/http's.
 		DisableGeneralOptionsHandler: true,
+		// HTTPS and HTTP/2 when configured (SPEC §10), with the limits
+		// above on both protocols (tlsserve.HTTP2Config).
+		TLSConfig: publicTLS,
+		HTTP2:     tlsserve.HTTP2Config(),
 	}
 	admin := &http.Server{
 		Handler:                      srv.AdminHandler(),
@@ -304,15 +329,34 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		MaxHeaderBytes:               64 << 10,
 		ErrorLog:                     slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 		DisableGeneralOptionsHandler: true,
+		TLSConfig:                    adminTLS,
+		HTTP2:                        tlsserve.HTTP2Config(),
 	}
+	var redirect *http.Server
+	if redir != nil {
+		// Plain HTTP: 308 to the https public URL, and ACME HTTP-01.
+		redirect = &http.Server{
+			Handler:                      certs.HTTPHandler(tlsserve.Redirect(publicURL, log)),
+			ReadHeaderTimeout:            10 * time.Second,
+			IdleTimeout:                  2 * time.Minute,
+			MaxHeaderBytes:               64 << 10,
+			ErrorLog:                     slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+			DisableGeneralOptionsHandler: true,
+		}
+	}
+	go watchTLS(ctx, certs)
 	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSweep()
 	go srv.RunSweeper(sweepCtx, cfg.SweepInterval)
 	hooksDone := runWebhooks(sweepCtx, hooks)
 
-	errc := make(chan error, 2)
-	go func() { errc <- public.Serve(pub) }()
-	go func() { errc <- admin.Serve(adm) }()
+	errc := make(chan error, 3)
+	go func() { errc <- serveOn(public, pub) }()
+	go func() { errc <- serveOn(admin, adm) }()
+	if redirect != nil {
+		go func() { errc <- redirect.Serve(redir) }()
+		defer redirect.Close()
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
