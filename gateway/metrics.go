@@ -25,6 +25,9 @@ type metrics struct {
 	streaming    prometheus.Gauge
 	budgetDraw   prometheus.Counter
 	swept        *prometheus.CounterVec
+	// The refusal limiter (refusals.go).
+	refusalsThrottled *prometheus.CounterVec
+	refusalPenalties  *prometheus.CounterVec
 }
 
 func newMetrics(version string) *metrics {
@@ -64,6 +67,12 @@ func newMetrics(version string) *metrics {
 		swept: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_sweeper_rows_total", Help: "Rows handled by the sweeper.",
 		}, []string{"what"}),
+		refusalsThrottled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_refusals_throttled_total", Help: "Requests answered 429 too-many-refusals, by route and answer (held, or closed at once).",
+		}, []string{"route", "answer"}),
+		refusalPenalties: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_refusal_penalties_total", Help: "Penalties begun: a client drew too many refusals on one token.",
+		}, []string{"route"}),
 	}
 	if version == "" {
 		version = "dev"
@@ -75,7 +84,7 @@ func newMetrics(version string) *metrics {
 	buildInfo.Set(1)
 	m.reg.MustRegister(buildInfo)
 	m.reg.MustRegister(m.requests, m.duration, m.bodyBytes, m.claims, m.refunds, m.sessions, m.previews, m.authFailures,
-		m.streaming, m.budgetDraw, m.swept,
+		m.streaming, m.budgetDraw, m.swept, m.refusalsThrottled, m.refusalPenalties,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

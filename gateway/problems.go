@@ -55,6 +55,9 @@ var (
 		"This transfer session has sent all the data it may send. Open the original download link again if it allows another download."}
 	probTooManyRequests = problem{http.StatusTooManyRequests, "too-many-concurrent-requests", "Too many concurrent requests for this session",
 		"Too many downloads of this transfer are running at once. Wait a moment and try again."}
+	// A client that keeps drawing refusals on one token (gateway/refusals.go).
+	probTooManyRefusals = problem{http.StatusTooManyRequests, "too-many-refusals", "Too many refused requests for this address",
+		"This address was refused too many times in a row. Wait a few minutes before you try again."}
 	probBadRequest         = problem{http.StatusBadRequest, "bad-request", "Bad request", "The request could not be understood."}
 	probInvalidKey         = problem{http.StatusBadRequest, "invalid-key", "Invalid object key", ""}
 	probObjectNotFound     = problem{http.StatusUnprocessableEntity, "object-not-found", "The object does not exist", ""}

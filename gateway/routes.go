@@ -5,6 +5,8 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/dlgate/dlgate/token"
 )
 
 // route is one line of a route table. Each route is declared once; the
@@ -25,14 +27,17 @@ var (
 
 // publicRoutes are GATEWAY_LISTEN's routes (SPEC §3). The mint route comes
 // before the named link URL so that POST …/sessions always mints; a GET of
-// …/sessions is the named URL of a file called "sessions".
+// …/sessions is the named URL of a file called "sessions". Each bounds the
+// refusals of one client on one token (refusals.go).
 func (s *Server) publicRoutes() []route {
+	link := func(h http.HandlerFunc) http.Handler { return s.boundRefusals(token.Link, h) }
+	session := func(h http.HandlerFunc) http.Handler { return s.boundRefusals(token.Session, h) }
 	return []route{
-		{"mint", "/d/{token}/sessions", post, http.HandlerFunc(s.handleMint)},
-		{"link", "/d/{token}", getHeadPost, http.HandlerFunc(s.handleLink)},
-		{"link", "/d/{token}/{name:.+}", getHeadPost, http.HandlerFunc(s.handleLink)},
-		{"session", "/s/{token}", getHead, http.HandlerFunc(s.handleSession)},
-		{"session", "/s/{token}/{name:.+}", getHead, http.HandlerFunc(s.handleSession)},
+		{"mint", "/d/{token}/sessions", post, link(s.handleMint)},
+		{"link", "/d/{token}", getHeadPost, link(s.handleLink)},
+		{"link", "/d/{token}/{name:.+}", getHeadPost, link(s.handleLink)},
+		{"session", "/s/{token}", getHead, session(s.handleSession)},
+		{"session", "/s/{token}/{name:.+}", getHead, session(s.handleSession)},
 	}
 }
 
