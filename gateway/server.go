@@ -101,6 +101,10 @@ type Options struct {
 	WarmIdle   time.Duration
 	WarmRowTTL time.Duration
 	WarmBudget int64
+	// RefusalHold is how long the 429 of a client throttled for its
+	// refusals is held before it is sent (refusals.go; default
+	// DefaultRefusalHold, negative sends it at once).
+	RefusalHold time.Duration
 }
 
 // Server serves the public and admin routes.
@@ -111,6 +115,7 @@ type Server struct {
 	keys     *token.Keys
 	warm     *warmSessions
 	links    linkCache
+	refusals *refusalGuard
 	draining atomic.Bool
 }
 
@@ -171,6 +176,9 @@ func New(opts Options) (*Server, error) {
 	if opts.WarmBudget <= 0 {
 		opts.WarmBudget = DefaultWarmBudget
 	}
+	if opts.RefusalHold == 0 {
+		opts.RefusalHold = DefaultRefusalHold
+	}
 	if opts.ClientAddr == nil {
 		opts.ClientAddr = func(r *http.Request) netip.Addr { return auth.ClientAddr(r, nil) }
 	}
@@ -178,6 +186,7 @@ func New(opts Options) (*Server, error) {
 	srv := &Server{Options: opts, log: log, metrics: newMetrics(opts.Version),
 		keys: token.NewKeys(opts.Secret, opts.SecretPrevious...)}
 	srv.warm = newWarmSessions(srv)
+	srv.refusals = newRefusalGuard(srv)
 	return srv, nil
 }
 
