@@ -64,7 +64,9 @@ const linksUsage = `Usage:
   gateway links top-up ID N [--reason R] [--json]
 
 Every links command is a client of the admin API. It finds it with --admin-url,
-else GATEWAY_ADMIN_URL, else http:// + GATEWAY_ADMIN_LISTEN (127.0.0.1:8081),
+else GATEWAY_ADMIN_URL, else http:// + GATEWAY_ADMIN_LISTEN (127.0.0.1:8081; https:// when
+GATEWAY_TLS_CERT, GATEWAY_ADMIN_TLS_CERT or GATEWAY_ACME_DOMAINS is set), trusts
+the system roots (SSL_CERT_FILE, SSL_CERT_DIR) plus --admin-ca or GATEWAY_ADMIN_CA,
 and authenticates with --admin-token, else GATEWAY_ADMIN_TOKEN, else the token
 the embedded default saved in $GATEWAY_DATA_DIR/admin-token (./gateway-data).
 
@@ -73,12 +75,13 @@ Run 'gateway help links SUBCOMMAND' for its flags.
 
 // adminFlags are the flags every links subcommand takes.
 type adminFlags struct {
-	url, token string
+	url, token, ca string
 }
 
 func (a *adminFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.url, "admin-url", "", "admin API base `URL` (env GATEWAY_ADMIN_URL)")
 	fs.StringVar(&a.token, "admin-token", "", "admin bearer `token` (env GATEWAY_ADMIN_TOKEN)")
+	fs.StringVar(&a.ca, "admin-ca", "", "PEM `file` of CA certificates trusted, besides the system's, for an https admin URL (env GATEWAY_ADMIN_CA)")
 }
 
 // client returns an admin API client, resolving the URL and token from the
@@ -93,7 +96,7 @@ func (a *adminFlags) client(env func(string) string) (*client.Client, error) {
 		if listen == "" {
 			listen = config.DefaultAdminListen
 		}
-		base = "http://" + config.DialableAddr(listen)
+		base = adminScheme(env) + config.DialableAddr(listen)
 	}
 	token := a.token
 	if token == "" {
@@ -116,7 +119,11 @@ func (a *adminFlags) client(env func(string) string) (*client.Client, error) {
 	}
 	// No overall timeout: an upload may rightly take hours. The context,
 	// canceled on SIGINT/SIGTERM, bounds every call.
-	return client.New(base, token, nil), nil
+	hc, err := adminHTTPClient(a.ca, env)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(base, token, hc), nil
 }
 
 func (c *linksCommand) create(ctx context.Context, args []string) error {
