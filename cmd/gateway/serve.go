@@ -63,7 +63,7 @@ func openLedger(ctx context.Context, cfg *config.Config, skip bool) (*sqlcore.DB
 
 func openStore(ctx context.Context, cfg *config.Config) (storage.Store, error) {
 	if cfg.Store == "s3" {
-		return s3.New(ctx, s3.Options{Bucket: cfg.S3Bucket, Endpoint: cfg.S3Endpoint, Region: cfg.S3Region, PathStyle: cfg.S3PathStyle})
+		return s3.New(ctx, s3.Options{Bucket: cfg.S3Bucket, Endpoint: cfg.S3Endpoint, Region: cfg.S3Region, PathStyle: cfg.S3PathStyle, CAFile: cfg.S3CA})
 	}
 	return fs.New(cfg.FSRoot)
 }

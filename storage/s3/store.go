@@ -8,10 +8,12 @@
 package s3
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -84,6 +86,10 @@ type Options struct {
 	// StallTimeout bounds how long a connection may stay silent (response
 	// headers, then each read of a body); 0 means DefaultStallTimeout.
 	StallTimeout time.Duration
+	// CAFile is a PEM file of CA certificates trusted, besides the
+	// system's, for an https Endpoint (GATEWAY_S3_CA); the SDK's own
+	// AWS_CA_BUNDLE is honoured too, and CAFile wins over it.
+	CAFile string
 }
 
 // Store reads and writes object versions in S3 buckets. It is safe for
@@ -130,7 +136,15 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		stall = DefaultStallTimeout
 	}
 	hc := httpClient(stall)
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(region), config.WithHTTPClient(hc))
+	load := []func(*config.LoadOptions) error{config.WithRegion(region), config.WithHTTPClient(hc)}
+	if opts.CAFile != "" {
+		ca, err := os.ReadFile(opts.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("s3: CA file: %w", err)
+		}
+		load = append(load, config.WithCustomCABundle(bytes.NewReader(ca)))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, load...)
 	if err != nil {
 		return nil, fmt.Errorf("s3: load AWS configuration: %w", err)
 	}
@@ -141,7 +155,8 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		o.UsePathStyle = opts.PathStyle
 		// Object bodies over plain HTTP on connections the gateway can
 		// splice from; everything else through hc.
-		o.HTTPClient = newConnClient(hc, stall)
+		// cfg.HTTPClient is hc with the CA bundle, if any, applied.
+		o.HTTPClient = newConnClient(cfg.HTTPClient, stall)
 	})
 	return NewFromClient(client, opts.Bucket, WithPartSize(opts.PartSize)), nil
 }
