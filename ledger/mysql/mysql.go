@@ -1,4 +1,7 @@
-// Package mysql is the ledger on MySQL 8.4 or MariaDB 10.11 (InnoDB).
+// Package mysql is the ledger on MySQL 8.4, MariaDB 10.11 (InnoDB) or
+// TiDB 8.5: one SQL text for all three, with what differs between them
+// (SKIP LOCKED) a capability of the dialect detected at Open from
+// VERSION().
 package mysql
 
 import (
@@ -13,7 +16,6 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/dlgate/dlgate/ledger/sqlcore"
-	"github.com/dlgate/dlgate/migrations"
 )
 
 // MySQL and MariaDB error numbers the ledger reacts to.
@@ -25,8 +27,14 @@ const (
 	erServerShutdown  = 1053
 )
 
-// Dialect returns the MySQL dialect of the shared SQL core.
-func Dialect() sqlcore.Dialect {
+// Dialect returns the dialect of the shared SQL core for MySQL 8.4 (and
+// MariaDB 10.11, which honours the same); Open uses the one of the engine
+// it finds (DialectFor).
+func Dialect() sqlcore.Dialect { return DialectFor(Engine{Kind: MySQL, Major: 8, Minor: 4}) }
+
+// DialectFor returns the dialect of the shared SQL core for engine e: the
+// same statements everywhere, e's capabilities set.
+func DialectFor(e Engine) sqlcore.Dialect {
 	return sqlcore.Dialect{
 		Name:          "mysql",
 		Time:          func(t time.Time) any { return t },
@@ -63,14 +71,34 @@ WHERE id = ? AND bytes_drawn < byte_budget AND revoked_at IS NULL AND ended_at I
 WHERE session_id = ? AND lease_until <= {now} ORDER BY slot LIMIT 1`,
 		ExpiredSessionsSQL: `SELECT id FROM sessions
 WHERE ended_at IS NULL AND (expires_at <= {now} OR revoked_at IS NOT NULL)
-ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED`,
+ORDER BY expires_at LIMIT ?`,
 		ClearLapsedSQL: `UPDATE session_slots SET holder = NULL
 WHERE holder IS NOT NULL AND lease_until <= {now} LIMIT ?`,
+		// LAST_INSERT_ID(expr) again: the UPDATE that takes the link's row
+		// lock reports the number it reserved in its own OK packet.
+		LinkSeq: func(ctx context.Context, tx *sql.Tx, linkID string, n int) (int64, error) {
+			res, err := tx.ExecContext(ctx, `UPDATE links SET event_seq = LAST_INSERT_ID(event_seq + ?) WHERE id = ?`, n, linkID)
+			if err != nil {
+				return 0, err
+			}
+			if k, err := res.RowsAffected(); err != nil || k != 1 {
+				return 0, errors.Join(err, errors.New("no such link"))
+			}
+			return res.LastInsertId()
+		},
 		LockRows:   " FOR UPDATE",
-		SkipLocked: " FOR UPDATE SKIP LOCKED",
+		SkipLocked: e.SkipLocked(),
 		SweepTx:    &sql.TxOptions{Isolation: sql.LevelReadCommitted},
 	}
 }
+
+// Option changes the dialect Open derives from the server it finds.
+type Option func(*sqlcore.Dialect)
+
+// WithoutSkipLocked sends no SKIP LOCKED even to an engine that honours
+// it, as on TiDB. The conformance suite runs so on MariaDB to show that
+// every hand-out is exact without it.
+func WithoutSkipLocked() Option { return func(d *sqlcore.Dialect) { d.SkipLocked = false } }
 
 func errNumber(err error) uint16 {
 	var me *gomysql.MySQLError
@@ -130,13 +158,41 @@ func Config(dsn string) (*gomysql.Config, error) {
 	return c, nil
 }
 
-// Open connects to the database named by dsn. Errors: a bad DSN, or an
-// unreachable server (after the pool's first ping).
-func Open(ctx context.Context, dsn string) (*sqlcore.DB, error) {
+// Open connects to the database named by dsn and detects the engine
+// behind it (Detect), whose dialect the ledger speaks. Errors: a bad DSN,
+// an unreachable server (after the pool's first ping), or a server whose
+// VERSION() it does not recognise.
+func Open(ctx context.Context, dsn string, opts ...Option) (*sqlcore.DB, error) {
 	c, err := Config(dsn)
 	if err != nil {
 		return nil, err
 	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	db, err := pool(pctx, c)
+	if err != nil {
+		return nil, err
+	}
+	e, err := Detect(pctx, db)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if engineParams(e, c) {
+		db.Close()
+		if db, err = pool(pctx, c); err != nil {
+			return nil, err
+		}
+	}
+	d := DialectFor(e)
+	for _, o := range opts {
+		o(&d)
+	}
+	return sqlcore.New(db, d), nil
+}
+
+// pool opens the connection pool of c and pings it.
+func pool(ctx context.Context, c *gomysql.Config) (*sql.DB, error) {
 	conn, err := gomysql.NewConnector(c)
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w", err)
@@ -146,30 +202,27 @@ func Open(ctx context.Context, dsn string) (*sqlcore.DB, error) {
 	db.SetMaxIdleConns(64)
 	db.SetConnMaxLifetime(5 * time.Minute)
 	db.SetConnMaxIdleTime(time.Minute)
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := db.PingContext(pctx); err != nil {
+	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("mysql: cannot reach %s: %w", c.Addr, err)
 	}
-	return sqlcore.New(db, Dialect()), nil
+	return db, nil
 }
 
-// Migrate applies pending migrations while holding a named server lock, so
-// several gateways starting at once migrate one after another.
-func Migrate(ctx context.Context, db *sql.DB) error {
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("mysql: migrate: %w", err)
+// engineParams adds to c the session settings engine e needs and the
+// operator did not set, and reports whether it added any. On TiDB that is
+// pessimistic transactions (tidb_txn_mode): the default of clusters
+// created since v3.0.8, but not of older ones upgraded, and the ledger's
+// transactions wait for each other's row locks (an idempotency key's
+// duplicate waits for the first mint's outcome) where optimistic ones
+// would fail at COMMIT.
+func engineParams(e Engine, c *gomysql.Config) bool {
+	if e.Kind != TiDB {
+		return false
 	}
-	defer conn.Close()
-	var got sql.NullInt64
-	if err := conn.QueryRowContext(ctx, `SELECT GET_LOCK('dlgate.migrate', 120)`).Scan(&got); err != nil {
-		return fmt.Errorf("mysql: migrate lock: %w", err)
+	if _, ok := c.Params["tidb_txn_mode"]; ok {
+		return false
 	}
-	if !got.Valid || got.Int64 != 1 {
-		return errors.New("mysql: migrate: timed out waiting for another process's migration lock")
-	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT RELEASE_LOCK('dlgate.migrate')`) //nolint:errcheck // the lock also dies with the connection
-	return migrations.Up(ctx, db, migrations.MySQL)
+	c.Params["tidb_txn_mode"] = "'pessimistic'"
+	return true
 }

@@ -35,10 +35,13 @@ WHERE id = ? AND revoked_at IS NULL`, n, n, id)
 }
 
 // whyNotUpdated tells an unknown link from a revoked one after a
-// conditional UPDATE matched no row.
+// conditional UPDATE matched no row. It reads with a lock (a current
+// read): the UPDATE may have waited for the revocation's lock and judged
+// the row it committed, which a plain read of the transaction's snapshot
+// need not show (TiDB's snapshot is taken at BEGIN, before that wait).
 func (s *DB) whyNotUpdated(ctx context.Context, tx *sql.Tx, id string) error {
 	var revoked timeCol
-	err := tx.QueryRowContext(ctx, `SELECT revoked_at FROM links WHERE id = ?`, id).Scan(&revoked)
+	err := tx.QueryRowContext(ctx, `SELECT revoked_at FROM links WHERE id = ?`+s.d.LockRows, id).Scan(&revoked)
 	switch {
 	case isNoRows(err):
 		return ledger.ErrNotFound
@@ -47,9 +50,9 @@ func (s *DB) whyNotUpdated(ctx context.Context, tx *sql.Tx, id string) error {
 	case revoked.Valid:
 		return ledger.ErrRevoked
 	}
-	// Matched nothing yet exists unrevoked: only a concurrent change
-	// between the two statements could do that, which the transaction
-	// rules out. Say so rather than guess.
+	// Matched nothing yet exists unrevoked: both statements read the
+	// latest committed row under its lock, so nothing can do that. Say
+	// so rather than guess.
 	return fmt.Errorf("sqlcore: link %s neither updated nor revoked", id)
 }
 

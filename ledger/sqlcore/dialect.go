@@ -1,7 +1,9 @@
 // Package sqlcore is the SQL implementation of ledger.Ledger shared by
 // ledger/mysql and ledger/sqlite. The statements are portable; the few that
-// are not (returning a value from an UPDATE, UPDATE … LIMIT, SKIP LOCKED)
-// and the error classification come from a Dialect.
+// are not (returning a value from an UPDATE, UPDATE … LIMIT) and the error
+// classification come from a Dialect, and what an engine does or does not
+// honour (SKIP LOCKED) is a capability of the Dialect, detected once when
+// the ledger opens, never a test of the engine's name in a statement.
 package sqlcore
 
 import (
@@ -54,23 +56,54 @@ type Dialect struct {
 	// the argument of NowSQL.
 	AcquireSQL string
 	// ExpiredSessionsSQL selects a batch of ids of sessions to end (expired
-	// at {now}, or revoked), locking them without waiting on rows another
-	// sweeper holds. Arguments: now, limit.
+	// at {now}, or revoked): candidates, which Sweep's conditional UPDATE
+	// then ends (skipLocked is appended where honoured). Arguments: now,
+	// limit.
 	ExpiredSessionsSQL string
 	// ClearLapsedSQL clears holders of leases lapsed at {now}, at most
 	// limit rows. Arguments: now, limit.
 	ClearLapsedSQL string
 
+	// LinkSeq reserves the next n numbers of the link's own event
+	// sequence (links.event_seq) inside tx and returns the last of them.
+	// It is one conditional UPDATE of the link's row, whose result the
+	// statement itself returns (LAST_INSERT_ID(expr) on MySQL, RETURNING
+	// on SQLite): the row lock it takes orders a link's events by commit
+	// whatever the engine does with AUTO_INCREMENT (TiDB hands each
+	// server a range of its own). The link must exist.
+	LinkSeq func(ctx context.Context, tx *sql.Tx, linkID string, n int) (int64, error)
+
 	// LockRows ends a SELECT in a transaction that decides from the rows
-	// it reads, locking them until the transaction ends ("FOR UPDATE");
-	// SkipLocked also passes over rows another transaction holds, so that
-	// sweepers in several processes take disjoint batches. Both are empty
-	// on SQLite, whose transactions hold the write lock from BEGIN.
-	LockRows, SkipLocked string
-	// SweepTx are the options of a retention batch's transaction. MySQL
-	// runs them READ COMMITTED, so that their locking reads lock the rows
-	// they return and no gaps: another sweeper moving a row within the
-	// index, or an upload inserting one, never waits for the range a
-	// sweeper scanned. nil (SQLite) is the default.
+	// it reads, locking them until the transaction ends ("FOR UPDATE"): a
+	// current read on every engine, so it also sees what committed after
+	// the transaction's snapshot. Empty on SQLite, whose transactions
+	// hold the write lock from BEGIN.
+	LockRows string
+	// SkipLocked reports that the engine honours FOR UPDATE SKIP LOCKED
+	// (MySQL 8.0.1+, MariaDB 10.6+; not TiDB, which accepts it and locks
+	// nothing). It is a hint only: the candidate reads of sweepers and
+	// deliverers add it so that processes mostly pass over each other's
+	// rows, and the conditional UPDATE that hands a row out decides, so
+	// that each row goes to one taker with or without it (see take in
+	// sweep.go). Tests switch it off to show exactly that.
+	SkipLocked bool
+	// SweepTx are the options of the transactions of the sweeper, the
+	// retention batches and the webhook deliverers. MySQL runs them READ
+	// COMMITTED: their locking statements lock the rows they touch and no
+	// gaps, so another sweeper moving a row within the index, or an
+	// upload or a claim inserting one, never waits for the range a
+	// sweeper scanned; and each statement reads what committed before
+	// it, so a decision read after taking a row sees every change the
+	// row's lock made wait (TiDB's REPEATABLE READ would read the
+	// transaction's first snapshot instead). nil (SQLite) is the default.
 	SweepTx *sql.TxOptions
+}
+
+// skipLocked is what a candidate read appends where the engine honours
+// SKIP LOCKED; nothing elsewhere.
+func (d *Dialect) skipLocked() string {
+	if d.SkipLocked {
+		return " FOR UPDATE SKIP LOCKED"
+	}
+	return ""
 }

@@ -22,25 +22,58 @@ var _ ledger.Outbox = (*DB)(nil)
 // e announces, so the event exists exactly when the change does. It does
 // nothing unless s.Webhooks is set. e.Timestamp defaults to the process
 // clock's now; e.Data.LinkID, when set, orders e behind the link's earlier
-// events. Call it after the transaction has updated the link's row (which
-// holds the row lock): that makes a link's events follow commit order.
+// events.
 func (s *DB) enqueue(ctx context.Context, tx *sql.Tx, e ledger.Event) error {
-	if !s.Webhooks {
+	return s.enqueueAll(ctx, tx, e)
+}
+
+// enqueueAll writes evs, events about one link (or about none), in this
+// order, in one INSERT. A link's events are numbered by the link's own
+// sequence (Dialect.LinkSeq), reserved by an UPDATE of the link's row in
+// this transaction: the row lock makes the numbers follow commit order on
+// every engine, which the outbox's AUTO_INCREMENT seq does not on TiDB
+// (each server allocates from a range of its own).
+func (s *DB) enqueueAll(ctx context.Context, tx *sql.Tx, evs ...ledger.Event) error {
+	if !s.Webhooks || len(evs) == 0 {
 		return nil
 	}
+	link := evs[0].Data.LinkID
+	var first int64
+	if link != "" {
+		last, err := s.d.LinkSeq(ctx, tx, link, len(evs))
+		if err != nil {
+			return fmt.Errorf("sqlcore: event sequence of link %s: %w", link, err)
+		}
+		first = last - int64(len(evs)) + 1
+	}
 	created := s.now()
-	if e.Timestamp.IsZero() {
-		e.Timestamp = created
+	var b strings.Builder
+	b.WriteString(`INSERT INTO webhook_outbox
+  (event_id, link_id, link_seq, event_type, payload, created_at, next_attempt_at) VALUES `)
+	args := make([]any, 0, 8*len(evs))
+	for i, e := range evs {
+		if e.Data.LinkID != link {
+			return fmt.Errorf("sqlcore: events of links %q and %q in one enqueue", link, e.Data.LinkID)
+		}
+		if e.Timestamp.IsZero() {
+			e.Timestamp = created
+		}
+		e.Timestamp = ledger.Micro(e.Timestamp)
+		body, err := json.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("sqlcore: event %s: %w", e.Type, err)
+		}
+		var seq any
+		if link != "" {
+			seq = first + int64(i)
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?, {now})")
+		args = append(args, newID(), orNull(link), seq, e.Type, string(body), s.t(created), s.dbNow())
 	}
-	e.Timestamp = ledger.Micro(e.Timestamp)
-	body, err := json.Marshal(e)
-	if err != nil {
-		return fmt.Errorf("sqlcore: event %s: %w", e.Type, err)
-	}
-	_, err = tx.ExecContext(ctx, s.q(`INSERT INTO webhook_outbox
-  (event_id, link_id, event_type, payload, created_at, next_attempt_at)
-VALUES (?, ?, ?, ?, ?, {now})`),
-		newID(), orNull(e.Data.LinkID), e.Type, string(body), s.t(created), s.dbNow())
+	_, err := tx.ExecContext(ctx, s.q(b.String()), args...)
 	return err
 }
 
@@ -91,31 +124,25 @@ func (s *DB) enqueueClaim(ctx context.Context, tx *sql.Tx, g *ledger.Grant, mint
 	if err != nil {
 		return err
 	}
-	err = s.enqueue(ctx, tx, ledger.Event{Type: ledger.EventGrantCreated, Timestamp: g.CreatedAt, Data: ledger.EventData{
+	evs := []ledger.Event{{Type: ledger.EventGrantCreated, Timestamp: g.CreatedAt, Data: ledger.EventData{
 		LinkID: g.LinkID, GrantID: g.ID, SessionID: g.SessionID, AccountID: g.AccountID, Client: g.Client,
 		Kind: g.Kind, Downloads: ptr(allowance), Remaining: ptr(remaining), ExpiresAt: &expires.T,
-	}})
-	if err != nil {
-		return err
-	}
+	}}}
 	if mint != nil {
 		// The session is bound to the link's account, not the caller's
 		// (SPEC §5), as the session row is.
 		sessionExpires := ledger.Micro(mint.ExpiresAt)
-		err := s.enqueue(ctx, tx, ledger.Event{Type: ledger.EventSessionCreated, Timestamp: g.CreatedAt, Data: ledger.EventData{
+		evs = append(evs, ledger.Event{Type: ledger.EventSessionCreated, Timestamp: g.CreatedAt, Data: ledger.EventData{
 			LinkID: g.LinkID, GrantID: g.ID, SessionID: mint.SessionID, AccountID: string(account), Client: g.Client,
 			ExpiresAt: &sessionExpires, ByteBudget: mint.ByteBudget, MaxConcurrency: mint.MaxConcurrency,
 		}})
-		if err != nil {
-			return err
-		}
 	}
-	if remaining > 0 {
-		return nil
+	if remaining <= 0 {
+		evs = append(evs, ledger.Event{Type: ledger.EventLinkExhausted, Timestamp: g.CreatedAt, Data: ledger.EventData{
+			LinkID: g.LinkID, AccountID: string(account), Downloads: ptr(allowance), Remaining: ptr(0), ExpiresAt: &expires.T,
+		}})
 	}
-	return s.enqueue(ctx, tx, ledger.Event{Type: ledger.EventLinkExhausted, Timestamp: g.CreatedAt, Data: ledger.EventData{
-		LinkID: g.LinkID, AccountID: string(account), Downloads: ptr(allowance), Remaining: ptr(0), ExpiresAt: &expires.T,
-	}})
+	return s.enqueueAll(ctx, tx, evs...)
 }
 
 // enqueueRefund announces the refund of grantID inside its transaction,
@@ -147,42 +174,30 @@ func ptr[T any](v T) *T { return &v }
 // outboxColumns are the columns of a ledger.OutboxEvent, in scan order.
 const outboxColumns = `seq, event_id, link_id, event_type, payload, created_at, attempts`
 
-// dueSQL selects events a deliverer may take now: pending, due (never
-// tried, retry time reached, or lease lapsed, which is the same column),
-// and first of their link among the pending ones, so a link's events go
-// out one at a time in seq order. The NOT EXISTS is a plain read even
-// inside a locking SELECT, and sees an earlier event another deliverer is
-// holding as pending. Arguments: now, limit.
+// dueSQL selects the candidates a deliverer may take now: pending, due
+// (never tried, retry time reached, or lease lapsed, which is the same
+// column), and first of their link among the pending ones by the link's
+// own sequence, so a link's events go out one at a time in the order they
+// committed. A head stays the head until it is delivered or given up
+// (a later event gets a higher link_seq), so the conditional UPDATE that
+// takes the candidates need not ask again. The NOT EXISTS is a plain
+// read, and sees an earlier event another deliverer is holding as
+// pending. Arguments: now, limit.
 const dueSQL = `SELECT ` + outboxColumns + ` FROM webhook_outbox o
 WHERE o.status = 'pending' AND o.next_attempt_at <= {now}
   AND NOT EXISTS (SELECT 1 FROM webhook_outbox p
-    WHERE p.link_id = o.link_id AND p.status = 'pending' AND p.seq < o.seq)
+    WHERE p.link_id = o.link_id AND p.status = 'pending' AND p.link_seq < o.link_seq)
 ORDER BY o.next_attempt_at, o.seq LIMIT ?`
 
-// lockSkip is what a deliverer's or sweeper's SELECT adds to lock the rows
-// it takes and pass over those another process holds: FOR UPDATE SKIP
-// LOCKED on MySQL (8.0, MariaDB 10.6); nothing on SQLite, whose
-// transactions are IMMEDIATE and so run one writer at a time.
-func (s *DB) lockSkip() string {
-	if s.d.Name == "mysql" {
-		return ` FOR UPDATE SKIP LOCKED`
-	}
-	return ""
-}
-
 // outboxTx runs fn in one transaction for the deliverers' statements,
-// bounded by Timeout. On MySQL it is READ COMMITTED, so its locking reads
-// take no gap locks: a claim's INSERT of a new event never waits for a
-// deliverer. A failure is not retried; the deliverer comes back on its
-// next round.
+// bounded by Timeout, with the sweeper's options (Dialect.SweepTx: READ
+// COMMITTED on MySQL, so no gap locks, and a claim's INSERT of a new
+// event never waits for a deliverer). A failure is not retried; the
+// deliverer comes back on its next round.
 func (s *DB) outboxTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	var opts *sql.TxOptions
-	if s.d.Name == "mysql" {
-		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
-	}
-	tx, err := s.db.BeginTx(ctx, opts)
+	tx, err := s.db.BeginTx(ctx, s.d.SweepTx)
 	if err != nil {
 		return s.classify(err)
 	}
@@ -193,8 +208,12 @@ func (s *DB) outboxTx(ctx context.Context, fn func(ctx context.Context, tx *sql.
 	return s.classify(tx.Commit())
 }
 
-// ClaimEvents leases up to limit due events to holder until now+lease.
-// Errors: ErrUnavailable.
+// ClaimEvents leases up to limit due events to holder until now+lease:
+// it picks candidates, then leases those still due in one conditional
+// UPDATE that stamps them with a lease id of this call, and returns the
+// events that carry it. An event another deliverer leased first is due
+// no more and is left out, whether or not the engine honours SKIP LOCKED
+// (see sweep.go). Errors: ErrUnavailable.
 func (s *DB) ClaimEvents(ctx context.Context, holder string, limit int, lease time.Duration) ([]ledger.OutboxEvent, error) {
 	if limit < 1 || holder == "" || lease <= 0 {
 		return nil, fmt.Errorf("%w: a holder, a limit ≥ 1 and a lease are required", ledger.ErrInvalid)
@@ -202,45 +221,82 @@ func (s *DB) ClaimEvents(ctx context.Context, holder string, limit int, lease ti
 	var out []ledger.OutboxEvent
 	err := s.outboxTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		out = out[:0]
-		rows, err := tx.QueryContext(ctx, s.q(dueSQL)+s.lockSkip(), s.dbNow(), limit)
+		cands, err := s.dueEvents(ctx, tx, limit)
+		if err != nil || len(cands) == 0 {
+			return err
+		}
+		id := newID()
+		in := placeholders(len(cands))
+		seqs := make([]any, 0, len(cands))
+		for _, e := range cands {
+			seqs = append(seqs, e.Seq)
+		}
+		args := append([]any{holder, id, s.dbNow(), lease.Microseconds()}, seqs...)
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE webhook_outbox
+SET claimed_by = ?, lease_id = ?, next_attempt_at = {now+}, attempts = attempts + 1
+WHERE seq IN `+in+` AND status = 'pending' AND next_attempt_at <= {now}`), append(args, s.dbNow())...)
+		if err != nil {
+			return err
+		}
+		if n, err := affected(res); err != nil || n == 0 {
+			return err
+		}
+		// What this call leased, with the attempt it made: the count may
+		// have moved since the candidates were read.
+		rows, err := tx.QueryContext(ctx, `SELECT seq, attempts FROM webhook_outbox WHERE seq IN `+in+` AND lease_id = ?`,
+			append(seqs, id)...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
+		attempts := map[int64]int{}
 		for rows.Next() {
-			var (
-				e    ledger.OutboxEvent
-				link nullStr
-				at   timeCol
-			)
-			if err := rows.Scan(&e.Seq, &e.ID, &link, &e.Type, &e.Body, &at, &e.Attempts); err != nil {
+			var seq int64
+			var n int
+			if err := rows.Scan(&seq, &n); err != nil {
 				return err
 			}
-			e.LinkID, e.CreatedAt = string(link), at.T
-			e.Attempts++
-			out = append(out, e)
+			attempts[seq] = n
 		}
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		rows.Close()
-		if len(out) == 0 {
-			return nil
+		for _, e := range cands {
+			if n, ok := attempts[e.Seq]; ok {
+				e.Attempts = n
+				out = append(out, e)
+			}
 		}
-		args := []any{holder, s.dbNow(), lease.Microseconds()}
-		for _, e := range out {
-			args = append(args, e.Seq)
-		}
-		_, err = tx.ExecContext(ctx, s.q(`UPDATE webhook_outbox
-SET claimed_by = ?, next_attempt_at = {now+}, attempts = attempts + 1
-WHERE seq IN `+placeholders(len(out))), args...)
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
 	return out, nil
+}
+
+// dueEvents reads at most limit candidates (dueSQL) for ClaimEvents.
+func (s *DB) dueEvents(ctx context.Context, tx *sql.Tx, limit int) ([]ledger.OutboxEvent, error) {
+	rows, err := tx.QueryContext(ctx, s.q(dueSQL)+s.d.skipLocked(), s.dbNow(), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ledger.OutboxEvent
+	for rows.Next() {
+		var (
+			e    ledger.OutboxEvent
+			link nullStr
+			at   timeCol
+		)
+		if err := rows.Scan(&e.Seq, &e.ID, &link, &e.Type, &e.Body, &at, &e.Attempts); err != nil {
+			return nil, err
+		}
+		e.LinkID, e.CreatedAt = string(link), at.T
+		out = append(out, e)
+	}
+	return out, rows.Err()
 }
 
 // EventDelivered marks the event delivered. Errors: ErrNotFound when
@@ -287,52 +343,58 @@ func lostLease(res sql.Result, err error) error {
 // longer ago (by the database's clock) that are not being delivered: never
 // claimed, waiting for a retry, or with a lapsed lease.
 func (s *DB) ExpireEvents(ctx context.Context, maxAge time.Duration, limit int) (int, error) {
-	limit = max(limit, 1)
-	return s.finishBatch(ctx, `SELECT seq FROM webhook_outbox
-WHERE status = 'pending' AND created_at <= {now+} AND (claimed_by IS NULL OR next_attempt_at <= {now})
-ORDER BY created_at LIMIT ?`, []any{s.dbNow(), -maxAge.Microseconds(), s.dbNow(), limit},
-		`UPDATE webhook_outbox SET status = 'dead', finished_at = ?, claimed_by = NULL WHERE seq IN `,
-		s.t(s.now()))
+	return s.finishBatch(ctx,
+		`status = 'pending' AND created_at <= {now+} AND (claimed_by IS NULL OR next_attempt_at <= {now})`,
+		[]any{s.dbNow(), -maxAge.Microseconds(), s.dbNow()}, max(limit, 1),
+		`UPDATE webhook_outbox SET status = 'dead', finished_at = ?, claimed_by = NULL`, s.t(s.now()))
 }
 
 // PurgeEvents deletes up to limit delivered or dead events created keep
 // or longer ago.
 func (s *DB) PurgeEvents(ctx context.Context, keep time.Duration, limit int) (int, error) {
-	limit = max(limit, 1)
-	return s.finishBatch(ctx, `SELECT seq FROM webhook_outbox
-WHERE status IN ('delivered', 'dead') AND created_at <= {now+}
-ORDER BY created_at LIMIT ?`, []any{s.dbNow(), -keep.Microseconds(), limit},
-		`DELETE FROM webhook_outbox WHERE seq IN `)
+	return s.finishBatch(ctx, `status IN ('delivered', 'dead') AND created_at <= {now+}`,
+		[]any{s.dbNow(), -keep.Microseconds()}, max(limit, 1), `DELETE FROM webhook_outbox`)
 }
 
-// finishBatch selects a batch of seqs with sel (locking them, skipping
-// rows another process holds) and applies change to them, whose
-// placeholders come before the seqs', in one transaction.
-func (s *DB) finishBatch(ctx context.Context, sel string, selArgs []any, change string, changeArgs ...any) (int, error) {
+// finishBatch picks at most limit events that meet where (oldest first)
+// and applies change to those of them that still meet it, in one
+// transaction, and returns how many change reported: the condition is
+// repeated in change's WHERE, so an event that another process took or
+// finished meanwhile is neither changed nor counted, whether or not the
+// engine honours SKIP LOCKED. change's placeholders come first, then the
+// seqs', then where's.
+func (s *DB) finishBatch(ctx context.Context, where string, whereArgs []any, limit int, change string, changeArgs ...any) (int, error) {
 	var n int
 	err := s.outboxTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, s.q(sel)+s.lockSkip(), selArgs...)
+		n = 0
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT seq FROM webhook_outbox WHERE `+where+
+			` ORDER BY created_at LIMIT ?`)+s.d.skipLocked(), append(append([]any(nil), whereArgs...), limit)...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		args := append([]any(nil), changeArgs...)
+		var seqs []any
 		for rows.Next() {
 			var seq int64
 			if err := rows.Scan(&seq); err != nil {
 				return err
 			}
-			args = append(args, seq)
+			seqs = append(seqs, seq)
 		}
 		if err := rows.Err(); err != nil {
 			return err
 		}
 		rows.Close()
-		n = len(args) - len(changeArgs)
-		if n == 0 {
+		if len(seqs) == 0 {
 			return nil
 		}
-		_, err = tx.ExecContext(ctx, change+placeholders(n), args...)
+		args := append(append(append([]any(nil), changeArgs...), seqs...), whereArgs...)
+		res, err := tx.ExecContext(ctx, s.q(change+` WHERE seq IN `+placeholders(len(seqs))+` AND `+where), args...)
+		if err != nil {
+			return err
+		}
+		k, err := affected(res)
+		n = int(k)
 		return err
 	})
 	if err != nil {

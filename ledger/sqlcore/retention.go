@@ -11,10 +11,11 @@ import (
 
 // Retention (SPEC §6): which stored versions to delete, and which dead
 // links to purge. Both run in bounded batches from any number of
-// processes; on MySQL each batch locks its rows with SKIP LOCKED, so two
-// sweepers take disjoint rows, and on SQLite the write lock taken at
-// BEGIN runs one batch at a time. docs/design.md ("Retention") has the
-// rules.
+// processes. A batch takes its versions by a conditional UPDATE that
+// writes a lease id (takeObjects; see sweep.go for why that is exact on
+// every engine), and purges links by DELETEs whose own counts say what
+// this batch removed; on SQLite the write lock taken at BEGIN runs one
+// batch at a time anyway. docs/design.md ("Retention") has the rules.
 
 // pinState is what pins one version at the instant now.
 type pinState struct {
@@ -197,20 +198,21 @@ func (s *DB) ClaimDeletions(ctx context.Context, retention time.Duration, limit 
 		if err != nil {
 			return err
 		}
-		again, err := s.dueObjects(ctx, tx, ledger.ObjectDeleting, now, limit)
+		// Taking a deleting row moves its check_at to the end of a new
+		// lease: that is the hand-out itself.
+		again, err := s.takeObjects(ctx, tx, ledger.ObjectDeleting, now, limit)
 		if err != nil {
 			return err
 		}
 		for _, row := range again {
-			if err := s.lease(ctx, tx, row, now); err != nil {
-				return err
-			}
 			out = append(out, ledger.Deletion{Object: row.Object, Attempts: row.Attempts})
 		}
 		if retention == 0 || len(out) == limit {
 			return nil
 		}
-		due, err := s.dueObjects(ctx, tx, ledger.ObjectStored, now, limit-len(out))
+		// A stored row is taken for a look; the look then either decides
+		// its deletion or schedules the next look, before COMMIT.
+		due, err := s.takeObjects(ctx, tx, ledger.ObjectStored, now, limit-len(out))
 		if err != nil {
 			return err
 		}
@@ -242,25 +244,80 @@ func (s *DB) ClaimDeletions(ctx context.Context, retention time.Duration, limit 
 	return out, nil
 }
 
-// dueObjects locks at most limit rows in state whose check_at has come,
-// oldest first, passing over rows another sweeper holds.
-func (s *DB) dueObjects(ctx context.Context, tx *sql.Tx, state ledger.ObjectState, now time.Time, limit int) ([]*objectRow, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT `+objectColumns+` FROM objects
-WHERE state = ? AND check_at <= ? ORDER BY check_at LIMIT ?`+s.d.SkipLocked, string(state), s.t(now), limit)
+// takeObjects takes at most limit rows in state whose check_at has come,
+// oldest first: it picks candidates, then moves the check_at of those
+// still due to now + ledger.DeletionLease and stamps them with a lease id
+// of its own in one conditional UPDATE, and returns the rows that carry
+// that id. A row another sweeper took first (its check_at moved) is left
+// out, whether or not the engine honours SKIP LOCKED. The candidate read
+// names only the primary key: TiDB cannot plan a locking read whose
+// select list lacks it.
+func (s *DB) takeObjects(ctx context.Context, tx *sql.Tx, state ledger.ObjectState, now time.Time, limit int) ([]*objectRow, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT version_hash FROM objects
+WHERE state = ? AND check_at <= ? ORDER BY check_at LIMIT ?`+s.d.skipLocked(), string(state), s.t(now), limit)
+	if err != nil {
+		return nil, err
+	}
+	var hashes []any
+	order := map[string]int{}
+	for rows.Next() {
+		var h []byte
+		if err := rows.Scan(&h); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		order[string(h)] = len(hashes)
+		hashes = append(hashes, h)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(hashes) == 0 {
+		return nil, err
+	}
+	lease := newID()
+	in := placeholders(len(hashes))
+	args := append([]any{lease, s.t(capTime(now.Add(ledger.DeletionLease)))}, hashes...)
+	res, err := tx.ExecContext(ctx, `UPDATE objects SET lease_id = ?, check_at = ?
+WHERE version_hash IN `+in+` AND state = ? AND check_at <= ?`, append(args, string(state), s.t(now))...)
+	if err != nil {
+		return nil, err
+	}
+	if n, err := affected(res); err != nil || n == 0 {
+		return nil, err
+	}
+	rows, err = tx.QueryContext(ctx, `SELECT version_hash, `+objectColumns+` FROM objects
+WHERE version_hash IN `+in+` AND lease_id = ?`, append(hashes, lease)...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*objectRow
+	out := make([]*objectRow, len(hashes))
 	for rows.Next() {
-		row, err := scanObject(rows)
+		var h []byte
+		row, err := scanObject(prefixed{rows, &h})
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, row)
+		out[order[string(h)]] = row
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	taken := out[:0]
+	for _, row := range out {
+		if row != nil {
+			taken = append(taken, row)
+		}
+	}
+	return taken, nil
 }
+
+// prefixed scans one leading column into first, the rest as r would.
+type prefixed struct {
+	r     rowScanner
+	first any
+}
+
+func (p prefixed) Scan(dest ...any) error { return p.r.Scan(append([]any{p.first}, dest...)...) }
 
 // deadLink is a link the purge may delete, with when it died.
 type deadLink struct {
@@ -296,10 +353,9 @@ func (s *DB) PurgeLinks(ctx context.Context, retention time.Duration, limit int)
 		if err != nil {
 			return err
 		}
-		if err := s.purge(ctx, tx, dead); err != nil {
+		if out.Links, err = s.purge(ctx, tx, dead); err != nil {
 			return err
 		}
-		out.Links = len(dead)
 		n, err := s.purgeTombstones(ctx, tx, cutoff, limit)
 		out.Tombstones = n
 		return err
@@ -307,14 +363,16 @@ func (s *DB) PurgeLinks(ctx context.Context, retention time.Duration, limit int)
 	return out, err
 }
 
-// deadLinks locks at most limit links revoked or expired at or before
-// cutoff whose sessions all died at or before it too.
+// deadLinks picks at most limit links revoked or expired at or before
+// cutoff whose sessions all died at or before it too. Dead stays dead (no
+// session of such a link can be minted), so a link read dead here is
+// purged rightly whichever purger gets to it.
 func (s *DB) deadLinks(ctx context.Context, tx *sql.Tx, cutoff time.Time, limit int) ([]deadLink, error) {
 	seen := map[string]bool{}
 	var cands []deadLink
 	for _, col := range []string{"revoked_at", "expires_at"} {
 		rows, err := tx.QueryContext(ctx, `SELECT id, bucket, object_key, version_id, expires_at, revoked_at FROM links
-WHERE `+col+` <= ? ORDER BY `+col+` LIMIT ?`+s.d.SkipLocked, s.t(cutoff), limit)
+WHERE `+col+` <= ? ORDER BY `+col+` LIMIT ?`+s.d.skipLocked(), s.t(cutoff), limit)
 		if err != nil {
 			return nil, err
 		}
@@ -389,10 +447,14 @@ WHERE `+col+` <= ? ORDER BY `+col+` LIMIT ?`+s.d.SkipLocked, s.t(cutoff), limit)
 
 // purge deletes the links in dead with everything that names them,
 // children first, after carrying their deaths over to the versions the
-// gateway stored.
-func (s *DB) purge(ctx context.Context, tx *sql.Tx, dead []deadLink) error {
+// gateway stored, and returns how many links it deleted. Two purgers that
+// picked the same links do the same idempotent work one after the other
+// (the second waits for the first's row locks), and the count comes from
+// the final DELETE itself, so each link is counted by the one that
+// removed it.
+func (s *DB) purge(ctx context.Context, tx *sql.Tx, dead []deadLink) (int, error) {
 	if len(dead) == 0 {
-		return nil
+		return 0, nil
 	}
 	ids := make([]string, len(dead))
 	for i, d := range dead {
@@ -400,7 +462,7 @@ func (s *DB) purge(ctx context.Context, tx *sql.Tx, dead []deadLink) error {
 		died := s.t(d.died)
 		if _, err := tx.ExecContext(ctx, `UPDATE objects SET released_at = ?
 WHERE version_hash = ? AND (released_at IS NULL OR released_at < ?)`, died, versionHash(d.obj), died); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	in, args := inList(len(ids)), anys(ids)
@@ -410,20 +472,26 @@ WHERE version_hash = ? AND (released_at IS NULL OR released_at < ?)`, died, vers
 		`DELETE FROM sessions WHERE link_id IN ` + in,
 		`DELETE FROM grants WHERE link_id IN ` + in,
 		`DELETE FROM allowance_changes WHERE link_id IN ` + in,
-		`DELETE FROM links WHERE id IN ` + in,
 	} {
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	res, err := tx.ExecContext(ctx, `DELETE FROM links WHERE id IN `+in, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := affected(res)
+	return int(n), err
 }
 
 // purgeTombstones deletes at most limit rows of versions deleted at or
-// before cutoff (their check_at is when the tombstone was made).
+// before cutoff (their check_at is when the tombstone was made), and
+// returns how many its DELETE, which repeats the condition, removed.
 func (s *DB) purgeTombstones(ctx context.Context, tx *sql.Tx, cutoff time.Time, limit int) (int, error) {
+	const tombstone = `state = 'deleted' AND check_at <= ?`
 	rows, err := tx.QueryContext(ctx, `SELECT version_hash FROM objects
-WHERE state = 'deleted' AND check_at <= ? ORDER BY check_at LIMIT ?`+s.d.SkipLocked, s.t(cutoff), limit)
+WHERE `+tombstone+` ORDER BY check_at LIMIT ?`+s.d.skipLocked(), s.t(cutoff), limit)
 	if err != nil {
 		return 0, err
 	}
@@ -440,8 +508,13 @@ WHERE state = 'deleted' AND check_at <= ? ORDER BY check_at LIMIT ?`+s.d.SkipLoc
 	if err := rows.Err(); err != nil || len(hashes) == 0 {
 		return 0, err
 	}
-	_, err = tx.ExecContext(ctx, `DELETE FROM objects WHERE version_hash IN `+inList(len(hashes)), hashes...)
-	return len(hashes), err
+	res, err := tx.ExecContext(ctx, `DELETE FROM objects WHERE version_hash IN `+inList(len(hashes))+` AND `+tombstone,
+		append(hashes, s.t(cutoff))...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := affected(res)
+	return int(n), err
 }
 
 func latest(ts ...time.Time) time.Time {

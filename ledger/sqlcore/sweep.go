@@ -3,15 +3,29 @@ package sqlcore
 import (
 	"context"
 	"database/sql"
-	"strings"
 
 	"github.com/dlgate/dlgate/ledger"
 )
 
-// Sweep marks a bounded batch of expired or revoked sessions ended (and
-// deletes their slot rows), then clears a bounded batch of lapsed leases.
-// Sweepers in several processes skip each other's locked rows on MySQL and
-// serialize on SQLite's write lock; either way each row is handled once.
+// How work is handed out to several processes (the sweeper, retention,
+// the webhook deliverers), the same on every engine: a plain read picks
+// candidates, and a conditional UPDATE of those rows that repeats the
+// read's condition takes them. The UPDATE is what decides: it reads the
+// latest committed row under its lock on InnoDB and on TiDB (a current
+// read), and under the write lock on SQLite, so a row that another taker
+// changed first no longer matches and is not taken twice. What the
+// UPDATE changed is learnt from its own result: the count it reports
+// (ending sessions, expiring events), or, where the caller needs the
+// rows, a lease id it wrote, read back in the same transaction (own
+// writes are visible on every engine). SKIP LOCKED, where the engine
+// honours it (Dialect.SkipLocked), only makes candidate reads of
+// concurrent takers mostly disjoint; nothing rests on it.
+
+// Sweep ends a bounded batch of expired or revoked sessions (and deletes
+// their slot rows), then clears a bounded batch of lapsed leases. However
+// many sweepers run at once, in any number of processes, each session is
+// ended once and counted once: the UPDATE that ends it is conditional on
+// ended_at IS NULL.
 func (s *DB) Sweep(ctx context.Context, limit int) (ledger.SweepResult, error) {
 	if limit < 1 {
 		limit = 100
@@ -19,8 +33,9 @@ func (s *DB) Sweep(ctx context.Context, limit int) (ledger.SweepResult, error) {
 	var out ledger.SweepResult
 	// Expired and lapsed by the database's clock, as every decision.
 	now := s.dbNow()
-	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, s.q(s.d.ExpiredSessionsSQL), now, limit)
+	err := s.inTxWith(ctx, s.d.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
+		out.SessionsEnded = 0
+		rows, err := tx.QueryContext(ctx, s.q(s.d.ExpiredSessionsSQL)+s.d.skipLocked(), now, limit)
 		if err != nil {
 			return err
 		}
@@ -34,17 +49,24 @@ func (s *DB) Sweep(ctx context.Context, limit int) (ledger.SweepResult, error) {
 			ids = append(ids, id)
 		}
 		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err := rows.Err(); err != nil || len(ids) == 0 {
 			return err
 		}
-		out.SessionsEnded = len(ids)
-		if len(ids) == 0 {
-			return nil
-		}
-		in := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ") + ")"
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET ended_at = {now} WHERE id IN `+in), append([]any{now}, ids...)...); err != nil {
+		in := placeholders(len(ids))
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET ended_at = {now}
+WHERE id IN `+in+` AND ended_at IS NULL AND (expires_at <= {now} OR revoked_at IS NOT NULL)`),
+			append(append([]any{now}, ids...), now)...)
+		if err != nil {
 			return err
 		}
+		n, err := affected(res)
+		if err != nil || n == 0 {
+			return err
+		}
+		out.SessionsEnded = int(n)
+		// The slots of every candidate go: a session another sweeper
+		// ended first has lost them already, or loses them here once its
+		// sweeper commits, either way for good.
 		_, err = tx.ExecContext(ctx, `DELETE FROM session_slots WHERE session_id IN `+in, ids...)
 		return err
 	})

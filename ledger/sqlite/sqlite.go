@@ -62,6 +62,19 @@ WHERE ended_at IS NULL AND (expires_at <= {now} OR revoked_at IS NOT NULL)
 ORDER BY expires_at LIMIT ?`,
 		ClearLapsedSQL: `UPDATE session_slots SET holder = NULL
 WHERE rowid IN (SELECT rowid FROM session_slots WHERE holder IS NOT NULL AND lease_until <= {now} LIMIT ?)`,
+		LinkSeq: func(ctx context.Context, tx *sql.Tx, linkID string, n int) (int64, error) {
+			var last int64
+			err := tx.QueryRowContext(ctx, `UPDATE links SET event_seq = event_seq + ? WHERE id = ? RETURNING event_seq`,
+				n, linkID).Scan(&last)
+			if errors.Is(err, sql.ErrNoRows) {
+				return 0, errors.New("no such link")
+			}
+			return last, err
+		},
+		// Transactions hold the write lock from BEGIN (IMMEDIATE), so a
+		// write never waits for a lock that a locking read would take,
+		// and SKIP LOCKED has nothing to skip.
+		SkipLocked: false,
 	}
 }
 
