@@ -31,7 +31,7 @@ const linkCacheSize = 4096
 // get returns the immutable part of the link with token hash, reading it
 // from the ledger on a miss. Its ReadAt is the database's clock now, as
 // far as the copy can tell.
-func (c *linkCache) get(ctx context.Context, lg ledger.Ledger, hash []byte) (*ledger.Link, error) {
+func (c *linkCache) get(ctx context.Context, lg ledger.Claims, hash []byte) (*ledger.Link, error) {
 	if l, ok := c.peek(hash); ok {
 		return l, nil
 	}

@@ -117,6 +117,9 @@ type Server struct {
 	links    linkCache
 	refusals *refusalGuard
 	draining atomic.Bool
+	// claims is the part of the ledger the download path on link URLs
+	// uses (link.go, mint.go, affinity.go).
+	claims ledger.Claims
 }
 
 // Drain marks the server as shutting down: /readyz answers 503 so load
@@ -184,7 +187,7 @@ func New(opts Options) (*Server, error) {
 	}
 	log := slog.New(contextHandler{opts.Logger.Handler()})
 	srv := &Server{Options: opts, log: log, metrics: newMetrics(opts.Version),
-		keys: token.NewKeys(opts.Secret, opts.SecretPrevious...)}
+		keys: token.NewKeys(opts.Secret, opts.SecretPrevious...), claims: opts.Ledger}
 	srv.warm = newWarmSessions(srv)
 	srv.refusals = newRefusalGuard(srv)
 	return srv, nil
