@@ -29,7 +29,7 @@ test: deps
 
 # RACE_PKGS are the packages whose tests run goroutines against shared
 # state (claims, slots, budgets, caches, key refresh, delivery workers).
-RACE_PKGS ?= ./gateway/ ./ledger/... ./auth/ ./token/ ./sessions/ ./preview/ $(wildcard ./webhook/)
+RACE_PKGS ?= ./gateway/ ./ledger/... ./auth/ ./token/ ./sessions/ ./preview/ ./internal/refusal/ $(wildcard ./webhook/)
 
 test-race: deps
 	$(TESTPATH) $(GO) test -race -count=1 -timeout 20m $(RACE_PKGS)
