@@ -139,3 +139,102 @@ func (s *Server) handleAllowanceChanges(w http.ResponseWriter, r *http.Request) 
 	}
 	writeJSON(w, http.StatusOK, out)
 }
+
+func (s *Server) handleShowLink(w http.ResponseWriter, r *http.Request) {
+	s.showLink(w, r, http.StatusOK)
+}
+
+func (s *Server) showLink(w http.ResponseWriter, r *http.Request, status int) {
+	st, err := s.Ledger.Link(r.Context(), mux.Vars(r)["id"])
+	if err != nil {
+		s.fail(w, r, err, probNotFound)
+		return
+	}
+	b := s.linkBody(&st.Link)
+	b.Grants, b.ActiveSessions = &st.Grants, &st.ActiveSessions
+	writeJSON(w, status, b)
+}
+
+func (s *Server) handleRevokeLink(w http.ResponseWriter, r *http.Request) {
+	id := mux.Vars(r)["id"]
+	if err := s.Ledger.RevokeLink(r.Context(), id); err != nil {
+		s.fail(w, r, err, probNotFound)
+		return
+	}
+	s.log.InfoContext(r.Context(), "link revoked", "link_id", id)
+	// Its sessions die at once on this process; elsewhere within WarmRowTTL.
+	s.warm.forget(func(e *warmSession) bool { return e.linkID == id })
+	s.showLink(w, r, http.StatusOK)
+}
+
+func (s *Server) handleAllowance(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Add    int    `json:"add"`
+		Reason string `json:"reason"`
+	}
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	if req.Add < 1 || req.Add > maxDownloads || len(req.Reason) > 1024 {
+		writeProblem(w, r, probBadRequest, fmt.Sprintf("add must be between 1 and %d; reason at most 1024 bytes.", maxDownloads))
+		return
+	}
+	id := mux.Vars(r)["id"]
+	if err := s.Ledger.AddAllowance(r.Context(), id, req.Add, req.Reason); err != nil {
+		s.fail(w, r, err, probNotFound)
+		return
+	}
+	s.log.InfoContext(r.Context(), "allowance added", "link_id", id, "added", req.Add)
+	s.showLink(w, r, http.StatusOK)
+}
+
+type grantBody struct {
+	ID         string  `json:"id"`
+	Kind       string  `json:"kind"`
+	Status     string  `json:"status"`
+	AccountID  *string `json:"account_id"`
+	SessionID  *string `json:"session_id"`
+	Client     string  `json:"client"`
+	CreatedAt  string  `json:"created_at"`
+	RefundedAt *string `json:"refunded_at"`
+	// AffinityReuses counts the requests sent to the grant's session
+	// instead of claiming again (SPEC §5); 0 for a stream grant.
+	AffinityReuses int64 `json:"affinity_reuses"`
+}
+
+func (s *Server) handleGrants(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := 100
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 500 {
+			writeProblem(w, r, probBadRequest, "limit must be between 1 and 500.")
+			return
+		}
+		limit = n
+	}
+	p, err := s.Ledger.Grants(r.Context(), mux.Vars(r)["id"], q.Get("cursor"), limit)
+	if err != nil {
+		s.fail(w, r, err, probNotFound)
+		return
+	}
+	out := struct {
+		Grants     []grantBody `json:"grants"`
+		NextCursor string      `json:"next_cursor,omitempty"`
+	}{Grants: []grantBody{}, NextCursor: p.Next}
+	for _, g := range p.Grants {
+		b := grantBody{ID: g.ID, Kind: g.Kind, Status: g.Status, Client: g.Client, CreatedAt: rfc3339(g.CreatedAt), AffinityReuses: g.AffinityReuses}
+		if g.AccountID != "" {
+			b.AccountID = &g.AccountID
+		}
+		if g.SessionID != "" {
+			b.SessionID = &g.SessionID
+		}
+		if g.RefundedAt != nil {
+			t := rfc3339(*g.RefundedAt)
+			b.RefundedAt = &t
+		}
+		out.Grants = append(out.Grants, b)
+	}
+	writeJSON(w, http.StatusOK, out)
+}

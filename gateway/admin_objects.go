@@ -165,3 +165,34 @@ func count(n int, noun string) string {
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
 }
+
+// handlePutObject streams the request body into the store (SPEC §6).
+func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
+	key, ok := pathKey(r)
+	if !ok {
+		writeProblem(w, r, probInvalidKey, pathKeyRules)
+		return
+	}
+	size := r.ContentLength // -1 when chunked
+	ct := r.Header.Get("Content-Type")
+	if ct == "" || strings.ContainsAny(ct, "\r\n") || len(ct) > 255 {
+		ct = "application/octet-stream"
+	}
+	v, err := s.Store.Put(r.Context(), r.URL.Query().Get("bucket"), key, r.Body, size, ct)
+	if err != nil {
+		if _, known := problemFor(err); !known {
+			// Not a storage failure: the upload body itself was short,
+			// too long or broke off. Nothing was stored.
+			s.log.InfoContext(r.Context(), "upload refused", "key", key, "err", err)
+			writeProblem(w, r, probBadRequest, "The upload body did not match its declared length or broke off; nothing was stored.")
+			return
+		}
+		s.fail(w, r, err, probNotFound)
+		return
+	}
+	if !s.recordStored(w, r, v) {
+		return
+	}
+	s.log.InfoContext(r.Context(), "object stored", "key", v.Key, "version_id", v.VersionID, "bytes", v.Size)
+	writeJSON(w, http.StatusCreated, objectBody{Bucket: v.Bucket, Key: v.Key, VersionID: v.VersionID, Size: v.Size, ETag: v.ETag, ContentType: v.ContentType})
+}
