@@ -16,28 +16,35 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dlgate/dlgate/gateway"
+	"github.com/dlgate/dlgate/ledger/sqlcore"
+	"github.com/dlgate/dlgate/sessions"
+	"github.com/dlgate/dlgate/webhook"
 )
 
 // Defaults from SPEC §7 and the gateway's operational knobs. Values derived
 // from other settings (public URL, SQLite DSN, FS root) are filled in by Load.
+// A default the gateway's packages also apply on their own is theirs, and
+// config points to it, so the two cannot drift apart.
 const (
 	DefaultListen                = "127.0.0.1:8080"
 	DefaultAdminListen           = "127.0.0.1:8081"
 	DefaultDataDir               = "./gateway-data"
 	DefaultS3Region              = "us-east-1"
 	DefaultShutdownGrace         = 30 * time.Second
-	DefaultDBTimeout             = 5 * time.Second
+	DefaultDBTimeout             = sqlcore.DefaultTimeout
 	DefaultMaxConnections        = 4096
-	DefaultBodyTimeout           = 10 * time.Second
-	DefaultSessionTTL            = time.Hour
-	DefaultSessionMaxConcurrency = 4
-	DefaultSlotLease             = 30 * time.Second
-	DefaultSweepInterval         = 15 * time.Second
-	DefaultStoreOpenTimeout      = 10 * time.Second
-	DefaultStoreIdleTimeout      = 30 * time.Second
+	DefaultBodyTimeout           = gateway.DefaultBodyTimeout
+	DefaultSessionTTL            = sessions.DefaultTTL
+	DefaultSessionMaxConcurrency = sessions.DefaultMaxConcurrency
+	DefaultSlotLease             = gateway.DefaultSlotLease
+	DefaultSweepInterval         = gateway.DefaultSweepInterval
+	DefaultStoreOpenTimeout      = gateway.DefaultStoreOpenTimeout
+	DefaultStoreIdleTimeout      = gateway.DefaultStoreIdleTimeout
 	DefaultObjectRetention       = 168 * time.Hour
 	DefaultAuditRetention        = 8760 * time.Hour
-	DefaultWebhookMaxAge         = 72 * time.Hour
+	DefaultWebhookMaxAge         = webhook.DefaultMaxAge
 	// DefaultACMEDirectory is Let's Encrypt's production directory.
 	DefaultACMEDirectory = "https://acme-v02.api.letsencrypt.org/directory"
 
@@ -181,7 +188,7 @@ func Default() *Config {
 		LogFormat:             "text",
 		SessionTTL:            DefaultSessionTTL,
 		SessionMaxConcurrency: DefaultSessionMaxConcurrency,
-		SessionAffinity:       "client",
+		SessionAffinity:       gateway.DefaultAffinity,
 		SlotLease:             DefaultSlotLease,
 		SweepInterval:         DefaultSweepInterval,
 		ObjectRetention:       DefaultObjectRetention,

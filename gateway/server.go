@@ -107,6 +107,15 @@ type Options struct {
 	RefusalHold time.Duration
 }
 
+// DefaultSlotLease is Options.SlotLease's default (GATEWAY_SLOT_LEASE):
+// how long a crashed process's concurrency slots stay taken (SPEC §3:
+// within 30 s).
+const DefaultSlotLease = 30 * time.Second
+
+// DefaultSweepInterval is how often RunSweeper runs by default
+// (GATEWAY_SWEEP_INTERVAL).
+const DefaultSweepInterval = 15 * time.Second
+
 // Server serves the public and admin routes.
 type Server struct {
 	Options
@@ -150,7 +159,7 @@ func New(opts Options) (*Server, error) {
 		opts.Logger = slog.Default()
 	}
 	if opts.SlotLease <= 0 {
-		opts.SlotLease = 30 * time.Second
+		opts.SlotLease = DefaultSlotLease
 	}
 	if opts.Chunk <= 0 {
 		opts.Chunk = sessions.DefaultChunk

@@ -15,8 +15,8 @@ import (
 // Defaults of Options.StoreOpenTimeout and Options.StoreIdleTimeout
 // (GATEWAY_STORE_OPEN_TIMEOUT, GATEWAY_STORE_IDLE_TIMEOUT).
 const (
-	defaultStoreOpenTimeout = 10 * time.Second
-	defaultStoreIdleTimeout = 30 * time.Second
+	DefaultStoreOpenTimeout = 10 * time.Second
+	DefaultStoreIdleTimeout = 30 * time.Second
 )
 
 // The two ways a store can stall a response. Both are storage.ErrTimeout:
@@ -47,10 +47,10 @@ func (s *Server) watchStore(parent context.Context) *storeWatch {
 	ctx, cancel := context.WithCancelCause(parent)
 	w := &storeWatch{ctx: ctx, cancel: cancel, open: s.StoreOpenTimeout, idle: s.StoreIdleTimeout}
 	if w.open <= 0 {
-		w.open = defaultStoreOpenTimeout
+		w.open = DefaultStoreOpenTimeout
 	}
 	if w.idle <= 0 {
-		w.idle = defaultStoreIdleTimeout
+		w.idle = DefaultStoreIdleTimeout
 	}
 	return w
 }
