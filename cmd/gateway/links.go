@@ -126,125 +126,160 @@ func (a *adminFlags) client(env func(string) string) (*client.Client, error) {
 	return client.New(base, token, hc), nil
 }
 
+// createFlags are the flags of links create.
+type createFlags struct {
+	downloads                                               *int
+	expiresIn, account, delivery, filename, bucket, idemKey *string
+	confirm, asJSON                                         *bool
+}
+
+const createUsage = `Usage: gateway links create FILE_OR_KEY --downloads N --expires-in DURATION [flags]
+
+FILE_OR_KEY naming a local regular file uploads it first (key: its base name) and pins
+the link to the uploaded version; anything else is the key of an existing object.
+Prints the link URL.`
+
+func registerCreateFlags(fs *flag.FlagSet) createFlags {
+	return createFlags{
+		downloads: fs.Int("downloads", 0, "allow `N` downloads, at least 1 (required)"),
+		expiresIn: fs.String("expires-in", "", "lifetime, a Go `duration` (90m, 36h) or days (7d) (required)"),
+		account:   fs.String("account", "", "bind the link to this verified `account`"),
+		delivery:  fs.String("delivery", "stream", "`mode`: stream (the whole file per download) or session (resumable, Range-capable)"),
+		filename:  fs.String("filename", "", "download file `name` (default: a local file's base name)"),
+		bucket:    fs.String("bucket", "", "`bucket` of an existing object key (default: the gateway's)"),
+		idemKey:   fs.String("idempotency-key", "", "retrying with the same `key` returns the same link"),
+		confirm:   fs.Bool("confirm", false, "claim only when a person presses the landing page's button"),
+		asJSON:    fs.Bool("json", false, "print the whole link as JSON instead of its URL"),
+	}
+}
+
+// create is links create in its steps: the flags, the request they make
+// (refused here when the server would refuse it after an upload), the
+// upload of a local file, the link, and what is printed.
 func (c *linksCommand) create(ctx context.Context, args []string) error {
-	fs := newFlagSet("links create")
-	var admin adminFlags
-	admin.register(fs)
-	downloads := fs.Int("downloads", 0, "allow `N` downloads, at least 1 (required)")
-	expiresIn := fs.String("expires-in", "", "lifetime, a Go `duration` (90m, 36h) or days (7d) (required)")
-	account := fs.String("account", "", "bind the link to this verified `account`")
-	delivery := fs.String("delivery", "stream", "`mode`: stream (the whole file per download) or session (resumable, Range-capable)")
-	filename := fs.String("filename", "", "download file `name` (default: a local file's base name)")
-	bucket := fs.String("bucket", "", "`bucket` of an existing object key (default: the gateway's)")
-	idemKey := fs.String("idempotency-key", "", "retrying with the same `key` returns the same link")
-	confirm := fs.Bool("confirm", false, "claim only when a person presses the landing page's button")
-	asJSON := fs.Bool("json", false, "print the whole link as JSON instead of its URL")
-	pos, err := parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(c.main.Stdout, "Usage: gateway links create FILE_OR_KEY --downloads N --expires-in DURATION [flags]\n\n"+
-			"FILE_OR_KEY naming a local regular file uploads it first (key: its base name) and pins\n"+
-			"the link to the uploaded version; anything else is the key of an existing object.\n"+
-			"Prints the link URL.\n\nFlags:\n")
-		printFlags(c.main.Stdout, fs)
+	sc := c.main.subcommand("links create", createUsage)
+	f := registerCreateFlags(sc.fs)
+	pos, helped, err := sc.parse(args)
+	if helped {
 		return nil
 	}
 	if err != nil {
 		return usagef("links create: %v", err)
 	}
+	req, local, err := f.request(sc.fs, pos)
+	if err != nil {
+		return err
+	}
+	cl, err := sc.client()
+	if err != nil {
+		return err
+	}
+	l, err := c.createLink(ctx, cl, req, local)
+	if err != nil {
+		return err
+	}
+	return c.printCreated(l, *f.asJSON)
+}
+
+// request checks the flags and the argument and returns the link request,
+// with whether the argument is a local file to upload first. It refuses
+// here what the server would refuse after the upload, so that a bad flag
+// never leaves an orphan object behind.
+func (f createFlags) request(fs *flag.FlagSet, pos []string) (client.CreateLinkRequest, bool, error) {
+	var none client.CreateLinkRequest
 	if len(pos) != 1 {
-		return usagef("links create: want one FILE_OR_KEY argument, got %d", len(pos))
+		return none, false, usagef("links create: want one FILE_OR_KEY argument, got %d", len(pos))
 	}
 	if !isSet(fs, "downloads") {
-		return usagef("links create: --downloads is required")
+		return none, false, usagef("links create: --downloads is required")
 	}
-	if *downloads < 1 {
-		return usagef("links create: --downloads must be at least 1, got %d", *downloads)
+	if *f.downloads < 1 {
+		return none, false, usagef("links create: --downloads must be at least 1, got %d", *f.downloads)
 	}
-	if *expiresIn == "" {
-		return usagef("links create: --expires-in is required")
+	if *f.expiresIn == "" {
+		return none, false, usagef("links create: --expires-in is required")
 	}
-	lifetime, err := parseLifetime(*expiresIn)
+	lifetime, err := parseLifetime(*f.expiresIn)
 	if err != nil {
-		return usagef("links create: --expires-in: %v", err)
+		return none, false, usagef("links create: --expires-in: %v", err)
 	}
-	if *delivery != "stream" && *delivery != "session" {
-		return usagef(`links create: --delivery must be "stream" or "session", got %q`, *delivery)
+	if *f.delivery != "stream" && *f.delivery != "session" {
+		return none, false, usagef(`links create: --delivery must be "stream" or "session", got %q`, *f.delivery)
 	}
-
-	// Refuse here what the server would refuse after the upload, so that
-	// a bad flag never leaves an orphan object behind.
 	if lifetime > 10*366*24*time.Hour {
-		return usagef("links create: --expires-in must be at most 10 years")
+		return none, false, usagef("links create: --expires-in must be at most 10 years")
 	}
 	// As the server counts them (docs/api.md, "Decision: lengths").
-	if len(*account) > 255 || strings.ContainsFunc(*account, unicode.IsControl) {
-		return usagef("links create: --account must be at most 255 bytes (of UTF-8, not characters) without control characters")
+	if len(*f.account) > 255 || strings.ContainsFunc(*f.account, unicode.IsControl) {
+		return none, false, usagef("links create: --account must be at most 255 bytes (of UTF-8, not characters) without control characters")
 	}
-	if utf8.RuneCountInString(*filename) > 1024 {
-		return usagef("links create: --filename must be at most 1024 characters")
+	if utf8.RuneCountInString(*f.filename) > 1024 {
+		return none, false, usagef("links create: --filename must be at most 1024 characters")
 	}
-
 	arg := pos[0]
 	local, err := localFile(arg)
 	if err != nil {
-		return err
+		return none, false, err
 	}
 	if !local && looksLikePath(arg) {
 		// ./x, ../x and /x can never be object keys: the person meant a
 		// file, and it is not there.
 		if fi, err := os.Stat(arg); err == nil && fi.IsDir() {
-			return fmt.Errorf("links create: %s: is a directory, not a file", arg)
+			return none, false, fmt.Errorf("links create: %s: is a directory, not a file", arg)
 		}
-		return fmt.Errorf("links create: %s: no such file", arg)
+		return none, false, fmt.Errorf("links create: %s: no such file", arg)
 	}
-	if local && *bucket != "" {
-		return usagef("links create: --bucket applies to existing object keys; uploads go to the gateway's default bucket")
+	if local && *f.bucket != "" {
+		return none, false, usagef("links create: --bucket applies to existing object keys; uploads go to the gateway's default bucket")
 	}
-	cl, err := admin.client(c.main.Env)
-	if err != nil {
-		return err
-	}
-
-	req := client.CreateLinkRequest{
-		Object:         client.ObjectRef{Key: arg, Bucket: *bucket},
-		Downloads:      *downloads,
+	return client.CreateLinkRequest{
+		Object:         client.ObjectRef{Key: arg, Bucket: *f.bucket},
+		Downloads:      *f.downloads,
 		ExpiresIn:      int64((lifetime + time.Second - 1) / time.Second),
-		AccountID:      *account,
-		Filename:       *filename,
-		Delivery:       *delivery,
-		Confirm:        *confirm,
-		IdempotencyKey: *idemKey,
+		AccountID:      *f.account,
+		Filename:       *f.filename,
+		Delivery:       *f.delivery,
+		Confirm:        *f.confirm,
+		IdempotencyKey: *f.idemKey,
+	}, local, nil
+}
+
+// createLink uploads the local file first when there is one, pinning the
+// version just uploaded (not whatever is current when the link is
+// created), and creates the link; when the server refuses the link, the
+// upload that was only for it is taken back.
+func (c *linksCommand) createLink(ctx context.Context, cl *client.Client, req client.CreateLinkRequest, local bool) (client.Link, error) {
+	if !local {
+		return cl.CreateLink(ctx, req)
 	}
-	if local {
-		obj, err := c.upload(ctx, cl, arg)
-		if err != nil {
-			return err
-		}
-		// Pin the version just uploaded, not whatever is current when the
-		// link is created.
-		req.Object = client.ObjectRef{Key: obj.Key, Bucket: obj.Bucket, VersionID: obj.VersionID}
-		if req.Filename == "" {
-			req.Filename = filepath.Base(arg)
-		}
+	path := req.Object.Key
+	obj, err := c.upload(ctx, cl, path)
+	if err != nil {
+		return client.Link{}, err
+	}
+	req.Object = client.ObjectRef{Key: obj.Key, Bucket: obj.Bucket, VersionID: obj.VersionID}
+	if req.Filename == "" {
+		req.Filename = filepath.Base(path)
 	}
 	l, err := cl.CreateLink(ctx, req)
-	if err != nil && local {
-		// The upload was only for this link: take it back rather than
-		// leave an object nothing points to.
-		if derr := cl.DeleteObject(context.WithoutCancel(ctx), req.Object.Bucket, req.Object.Key, req.Object.VersionID, false); derr != nil {
-			return fmt.Errorf("%w (and removing the uploaded %s version %s failed: %v)", err, req.Object.Key, req.Object.VersionID, derr)
-		}
-		fmt.Fprintf(c.main.Stderr, "removed the uploaded %s version %s again\n", req.Object.Key, req.Object.VersionID)
+	if err == nil {
+		return l, nil
 	}
-	if err != nil {
-		return err
+	if derr := cl.DeleteObject(context.WithoutCancel(ctx), req.Object.Bucket, req.Object.Key, req.Object.VersionID, false); derr != nil {
+		return client.Link{}, fmt.Errorf("%w (and removing the uploaded %s version %s failed: %v)", err, req.Object.Key, req.Object.VersionID, derr)
 	}
-	if *asJSON {
+	fmt.Fprintf(c.main.Stderr, "removed the uploaded %s version %s again\n", req.Object.Key, req.Object.VersionID)
+	return client.Link{}, err
+}
+
+// printCreated prints the created link: its named URL on stdout (stdout
+// stays just the URL for scripts, and the named URL makes `wget URL` and
+// `aria2c URL` save the file under its name, SPEC §9), its id on stderr
+// (for links show, revoke, top-up); or the whole link as JSON.
+func (c *linksCommand) printCreated(l client.Link, asJSON bool) error {
+	if asJSON {
 		return printJSON(c.main.Stdout, l)
 	}
-	// stdout stays just the URL for scripts; the id (for links show,
-	// revoke, top-up) goes to stderr. The named URL, so that `wget URL`
-	// and `aria2c URL` save the file under its name (SPEC §9).
 	fmt.Fprintf(c.main.Stderr, "link %s: %s, expires %s\n", l.ID, plural(l.Downloads, "download"), l.ExpiresAt.UTC().Format(time.RFC3339))
 	url := l.NamedURL
 	if url == "" { // a gateway from before named URLs
@@ -303,20 +338,16 @@ func (c *linksCommand) upload(ctx context.Context, cl *client.Client, path strin
 }
 
 func (c *linksCommand) show(ctx context.Context, args []string) error {
-	fs := newFlagSet("links show")
-	var admin adminFlags
-	admin.register(fs)
-	pos, err := parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(c.main.Stdout, "Usage: gateway links show ID\n\nPrints the link as JSON: remaining downloads, revocation, grants by status,\nactive sessions.\n\nFlags:\n")
-		printFlags(c.main.Stdout, fs)
+	sc := c.main.subcommand("links show", "Usage: gateway links show ID\n\nPrints the link as JSON: remaining downloads, revocation, grants by status,\nactive sessions.")
+	pos, helped, err := sc.parse(args)
+	if helped {
 		return nil
 	}
-	id, err := linkID("links show", pos, err, 1)
+	id, err := linkID(sc.name, pos, err, 1)
 	if err != nil {
 		return err
 	}
-	cl, err := admin.client(c.main.Env)
+	cl, err := sc.client()
 	if err != nil {
 		return err
 	}
@@ -328,21 +359,17 @@ func (c *linksCommand) show(ctx context.Context, args []string) error {
 }
 
 func (c *linksCommand) revoke(ctx context.Context, args []string) error {
-	fs := newFlagSet("links revoke")
-	var admin adminFlags
-	admin.register(fs)
-	asJSON := fs.Bool("json", false, "print the revoked link as JSON")
-	pos, err := parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(c.main.Stdout, "Usage: gateway links revoke ID\n\nRevokes the link and ends its transfer sessions. Revoking twice is harmless.\n\nFlags:\n")
-		printFlags(c.main.Stdout, fs)
+	sc := c.main.subcommand("links revoke", "Usage: gateway links revoke ID\n\nRevokes the link and ends its transfer sessions. Revoking twice is harmless.")
+	asJSON := sc.fs.Bool("json", false, "print the revoked link as JSON")
+	pos, helped, err := sc.parse(args)
+	if helped {
 		return nil
 	}
-	id, err := linkID("links revoke", pos, err, 1)
+	id, err := linkID(sc.name, pos, err, 1)
 	if err != nil {
 		return err
 	}
-	cl, err := admin.client(c.main.Env)
+	cl, err := sc.client()
 	if err != nil {
 		return err
 	}
@@ -358,18 +385,14 @@ func (c *linksCommand) revoke(ctx context.Context, args []string) error {
 }
 
 func (c *linksCommand) topUp(ctx context.Context, args []string) error {
-	fs := newFlagSet("links top-up")
-	var admin adminFlags
-	admin.register(fs)
-	reason := fs.String("reason", "", "why, for the audit trail")
-	asJSON := fs.Bool("json", false, "print the updated link as JSON")
-	pos, err := parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(c.main.Stdout, "Usage: gateway links top-up ID N [--reason R]\n\nAllows N more downloads through the link.\n\nFlags:\n")
-		printFlags(c.main.Stdout, fs)
+	sc := c.main.subcommand("links top-up", "Usage: gateway links top-up ID N [--reason R]\n\nAllows N more downloads through the link.")
+	reason := sc.fs.String("reason", "", "why, for the audit trail")
+	asJSON := sc.fs.Bool("json", false, "print the updated link as JSON")
+	pos, helped, err := sc.parse(args)
+	if helped {
 		return nil
 	}
-	id, err := linkID("links top-up", pos, err, 2)
+	id, err := linkID(sc.name, pos, err, 2)
 	if err != nil {
 		return err
 	}
@@ -377,7 +400,7 @@ func (c *linksCommand) topUp(ctx context.Context, args []string) error {
 	if err != nil || n < 1 {
 		return usagef("links top-up: N must be a whole number of at least 1, got %q", pos[1])
 	}
-	cl, err := admin.client(c.main.Env)
+	cl, err := sc.client()
 	if err != nil {
 		return err
 	}

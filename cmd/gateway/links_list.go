@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -47,19 +46,16 @@ func (p pageFlags) check(cmd string) error {
 var linkStates = []string{"active", "exhausted", "expired", "revoked"}
 
 func (c *linksCommand) list(ctx context.Context, args []string) error {
-	fs := newFlagSet("links list")
-	var admin adminFlags
-	admin.register(fs)
+	sc := c.main.subcommand("links list", "Usage: gateway links list [--account A] [--state S] [--object-key K] [--limit N] [--all] [--json]\n\n"+
+		"Lists links, newest first: a table on a terminal, otherwise one JSON object per line\n"+
+		"(each as 'links show' prints it, without the token).")
+	fs := sc.fs
 	account := fs.String("account", "", "only links bound to this `account`")
 	state := fs.String("state", "", "only links in this `state`: active, exhausted, expired or revoked")
 	objectKey := fs.String("object-key", "", "only links to this object `key`")
 	page := registerPageFlags(fs, "links")
-	pos, err := parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(c.main.Stdout, "Usage: gateway links list [--account A] [--state S] [--object-key K] [--limit N] [--all] [--json]\n\n"+
-			"Lists links, newest first: a table on a terminal, otherwise one JSON object per line\n"+
-			"(each as 'links show' prints it, without the token).\n\nFlags:\n")
-		printFlags(c.main.Stdout, fs)
+	pos, helped, err := sc.parse(args)
+	if helped {
 		return nil
 	}
 	if err != nil {
@@ -74,7 +70,7 @@ func (c *linksCommand) list(ctx context.Context, args []string) error {
 	if err := page.check("links list"); err != nil {
 		return err
 	}
-	cl, err := admin.client(c.main.Env)
+	cl, err := sc.client()
 	if err != nil {
 		return err
 	}
@@ -120,16 +116,13 @@ func linkState(l client.Link, now time.Time) string {
 }
 
 func (c *linksCommand) grants(ctx context.Context, args []string) error {
-	fs := newFlagSet("links grants")
-	var admin adminFlags
-	admin.register(fs)
+	sc := c.main.subcommand("links grants", "Usage: gateway links grants ID [--limit N] [--all] [--json]\n\n"+
+		"Lists the link's grants (its audit trail), newest first: a table on a terminal,\n"+
+		"otherwise one JSON object per line.")
+	fs := sc.fs
 	page := registerPageFlags(fs, "grants")
-	pos, err := parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(c.main.Stdout, "Usage: gateway links grants ID [--limit N] [--all] [--json]\n\n"+
-			"Lists the link's grants (its audit trail), newest first: a table on a terminal,\n"+
-			"otherwise one JSON object per line.\n\nFlags:\n")
-		printFlags(c.main.Stdout, fs)
+	pos, helped, err := sc.parse(args)
+	if helped {
 		return nil
 	}
 	id, err := linkID("links grants", pos, err, 1)
@@ -139,7 +132,7 @@ func (c *linksCommand) grants(ctx context.Context, args []string) error {
 	if err := page.check("links grants"); err != nil {
 		return err
 	}
-	cl, err := admin.client(c.main.Env)
+	cl, err := sc.client()
 	if err != nil {
 		return err
 	}

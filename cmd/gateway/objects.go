@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 )
 
@@ -44,18 +42,15 @@ Run 'gateway help objects SUBCOMMAND' for its flags.
 `
 
 func (c *objectsCommand) delete(ctx context.Context, args []string) error {
-	fs := newFlagSet("objects delete")
-	var admin adminFlags
-	admin.register(fs)
+	sc := c.main.subcommand("objects delete", "Usage: gateway objects delete KEY --version V [--force] [--bucket B]\n\n"+
+		"Deletes one version the gateway stored. While a live link or transfer session\n"+
+		"pins it the gateway refuses (409), unless --force, which revokes them first.")
+	fs := sc.fs
 	version := fs.String("version", "", "the `version` id to delete, as links show and uploads print it (required)")
 	force := fs.Bool("force", false, "revoke the live links and sessions that pin the version, then delete it")
 	bucket := fs.String("bucket", "", "`bucket` of the key (default: the gateway's)")
-	pos, err := parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(c.main.Stdout, "Usage: gateway objects delete KEY --version V [--force] [--bucket B]\n\n"+
-			"Deletes one version the gateway stored. While a live link or transfer session\n"+
-			"pins it the gateway refuses (409), unless --force, which revokes them first.\n\nFlags:\n")
-		printFlags(c.main.Stdout, fs)
+	pos, helped, err := sc.parse(args)
+	if helped {
 		return nil
 	}
 	if err != nil {
@@ -67,7 +62,7 @@ func (c *objectsCommand) delete(ctx context.Context, args []string) error {
 	if *version == "" {
 		return usagef("objects delete: --version is required: the gateway deletes one version at a time")
 	}
-	cl, err := admin.client(c.main.Env)
+	cl, err := sc.client()
 	if err != nil {
 		return err
 	}
