@@ -2,7 +2,7 @@
 # install-deps.sh installs what the test suite runs against, and only what is
 # missing, so running it again is cheap:
 #   - Debian packages: mariadb-server (mariadbd, mariadb-install-db),
-#     mariadb-client, aria2, curl, wget, lftp, axel, wget2, chromium — as root only; otherwise it lists
+#     mariadb-client, aria2, curl, wget, lftp, axel, wget2, pebble, chromium — as root only; otherwise it lists
 #     what is missing and goes on (tests then skip, or fail under
 #     GATEWAY_TEST_STRICT=1);
 #   - versitygw (S3 server with versioning) into ./bin with `go install`.
@@ -47,6 +47,9 @@ need wget wget
 need lftp lftp
 need axel axel
 need wget2 wget2
+# Let's Encrypt's ACME test server (pebble, pebble-challtestsrv) for the
+# ACME e2e tests (e2e/pebble_test.go).
+need pebble /usr/bin/pebble /usr/bin/pebble-challtestsrv
 # Headless Chromium for the browser e2e tests (driven by chromedp); a font so
 # that screenshots show text.
 need chromium /usr/bin/chromium
