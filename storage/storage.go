@@ -52,6 +52,11 @@ type Version struct {
 	ETag         string // strong ETag, with its quotes: "\"abc\""
 	ContentType  string
 	LastModified time.Time // zero when unknown
+	// SHA256 is the lowercase hex SHA-256 of the whole object, "" when the
+	// store does not know it: Put computes it in the upload's one pass;
+	// Stat reports the store's own full-object checksum (never a
+	// per-part composite, never one made up).
+	SHA256 string
 }
 
 // Store is what the gateway needs from object storage.
@@ -68,7 +73,8 @@ type Store interface {
 	Open(ctx context.Context, v Version, offset, length int64) (io.ReadCloser, error)
 
 	// Put streams body into a new version of key (bucket "" means the
-	// store's default) and returns it. size is -1 when unknown. The body
+	// store's default) and returns it, with the SHA-256 of the bytes it
+	// stored, computed as they passed. size is -1 when unknown. The body
 	// is never buffered whole in memory.
 	Put(ctx context.Context, bucket, key string, body io.Reader, size int64, contentType string) (Version, error)
 }

@@ -37,6 +37,8 @@ type meta struct {
 	ETag         string    `json:"etag"`
 	ContentType  string    `json:"content_type"`
 	LastModified time.Time `json:"last_modified"`
+	// SHA256 is absent from versions stored before the store computed it.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 func (m meta) version() storage.Version {
@@ -48,6 +50,7 @@ func (m meta) version() storage.Version {
 		ETag:         m.ETag,
 		ContentType:  m.ContentType,
 		LastModified: m.LastModified,
+		SHA256:       m.SHA256,
 	}
 }
 

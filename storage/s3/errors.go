@@ -18,6 +18,9 @@ import (
 //     storage.ErrNotFound
 //   - PreconditionFailed (412, If-Match lost) and InvalidRange (416, the
 //     object is shorter than pinned): storage.ErrChanged
+//   - BadDigest and XAmzContentSHA256Mismatch (an upload's checksum or
+//     signed payload hash did not match the bytes that arrived):
+//     storage.ErrUnavailable
 //   - KeyTooLong (versitygw: KeyTooLongError), InvalidObjectName,
 //     InvalidBucketName, versitygw's ExistingObjectIsDirectory and
 //     ObjectParentIsFile, and 414 URI Too Long: storage.ErrInvalidKey
@@ -70,6 +73,11 @@ func classify(err error) error {
 			return storage.ErrNotFound
 		case "PreconditionFailed", "InvalidRange":
 			return storage.ErrChanged
+		case "BadDigest", "XAmzContentSHA256Mismatch":
+			// The body's checksum (or signed payload hash) did not match
+			// what arrived: bytes damaged on the way, which a new
+			// attempt can get through, not a request to refuse.
+			return storage.ErrUnavailable
 		case "KeyTooLong", "KeyTooLongError", "InvalidObjectName", "InvalidBucketName",
 			// A store on a POSIX file system (versitygw) cannot hold a
 			// key that is both an object and a "directory" of others.

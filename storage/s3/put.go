@@ -3,17 +3,21 @@ package s3
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/dlgate/dlgate/storage"
 )
@@ -22,17 +26,31 @@ import (
 // runs even when the caller's context is what failed.
 const abortTimeout = 30 * time.Second
 
-// Put streams body into a new version of key. A body of known size up to
-// the part size goes out as one PutObject straight from body; anything
-// else is read one part at a time into a buffer of the part size, so
-// memory stays bounded by the part size whatever the object's. A body
+// Put streams body into a new version of key. The body is read one part
+// at a time into a buffer of the part size, so memory stays bounded by
+// the part size whatever the object's: a body that fits in one part goes
+// out as one PutObject, anything longer as a multipart upload. A body
 // shorter or longer than a known size is refused before the last byte is
 // sent, so no version is made. A failed multipart upload is aborted.
 //
+// Every request carries the SHA-256 of its body as its S3 checksum
+// (x-amz-checksum-sha256), so the server verifies what it received and
+// refuses (BadDigest) what does not match; it keeps the checksum, which
+// HeadObject in checksum mode reports: the object's own for a single
+// PutObject, a composite of the parts' for a multipart upload (S3 has no
+// full-object SHA-256 for those). The same digest signs the body (SigV4),
+// instead of the SDK hashing it once more. The returned Version's SHA256
+// is the whole object's, computed beside the parts' in the same pass.
+//
+// A part is buffered before it is sent because its checksum goes in its
+// request's headers: the SDK sends a checksum after the body (a trailer)
+// only over TLS.
+//
 // The returned Version has no LastModified (S3 does not return it on
 // upload; Stat does). Errors: storage.ErrInvalidKey, storage.ErrInvalid,
-// storage.ErrTimeout, storage.ErrUnavailable; an error wrapping
-// io.ErrUnexpectedEOF for a short body; the body's own read error, wrapped.
+// storage.ErrTimeout, storage.ErrUnavailable (BadDigest too: the bytes
+// changed on their way); an error wrapping io.ErrUnexpectedEOF for a short
+// body; the body's own read error, wrapped.
 func (s *Store) Put(ctx context.Context, bucket, key string, body io.Reader, size int64, contentType string) (storage.Version, error) {
 	bucket, err := s.resolve(bucket, key)
 	if err != nil {
@@ -44,31 +62,29 @@ func (s *Store) Put(ctx context.Context, bucket, key string, body io.Reader, siz
 	if contentType == "" {
 		contentType = DefaultContentType
 	}
-	up := upload{s: s, bucket: bucket, key: key, contentType: contentType}
+	up := upload{s: s, bucket: bucket, key: key, contentType: contentType, digest: !s.noDigest}
+	partSize := s.partSize
 	if size >= 0 {
 		body = &exactReader{r: body, left: size, size: size}
-	}
-	if size >= 0 && size <= s.partSize {
-		return up.single(ctx, body, size, streamingBody)
-	}
-
-	partSize := s.partSize
-	if size > partSize*maxParts {
-		// Known to need more than S3's 10,000 parts: grow the parts (and
-		// this upload's buffer) just enough, in whole MiB.
-		partSize = ((size+maxParts-1)/maxParts + 1<<20 - 1) &^ (1<<20 - 1)
+		if size > partSize*maxParts {
+			// Known to need more than S3's 10,000 parts: grow the parts
+			// (and this upload's buffer) just enough, in whole MiB.
+			partSize = ((size+maxParts-1)/maxParts + 1<<20 - 1) &^ (1<<20 - 1)
+		}
 	}
 	buf := s.buffer(partSize)
 	defer s.release(buf)
 
-	n, err := readPart(body, *buf)
+	first := *buf
+	if size >= 0 && size < int64(len(first)) {
+		first = first[:size]
+	}
+	n, err := readPart(body, first)
 	if err != nil {
 		return storage.Version{}, err
 	}
-	if n < int64(len(*buf)) {
-		// An unknown size that turned out to fit in one part: it is in
-		// memory already, and a seekable body lets the SDK sign it.
-		return up.single(ctx, bytes.NewReader((*buf)[:n]), n, seekableBody)
+	if n < int64(len(*buf)) || n == size {
+		return up.single(ctx, (*buf)[:n])
 	}
 	return up.multipart(ctx, body, *buf)
 }
@@ -108,72 +124,65 @@ type upload struct {
 	s           *Store
 	bucket, key string
 	contentType string
+	digest      bool // compute the whole object's SHA-256 (Version.SHA256)
 }
 
-const (
-	streamingBody = false
-	seekableBody  = true
-)
-
-func (u upload) single(ctx context.Context, body io.Reader, size int64, seekable bool) (storage.Version, error) {
-	in := &s3.PutObjectInput{
-		Bucket:        aws.String(u.bucket),
-		Key:           aws.String(u.key),
-		Body:          body,
-		ContentLength: aws.Int64(size),
-		ContentType:   aws.String(u.contentType),
-	}
-	opts := []func(*s3.Options){withoutFlexibleChecksums}
-	if seekable {
-		b := body.(*bytes.Reader)
-		in.ContentMD5 = aws.String(contentMD5(b))
-	} else {
-		opts = append(opts, withUnsignedPayload, withoutRetries)
-	}
-	out, err := u.s.api.PutObject(ctx, in, opts...)
+// single stores data, the whole body, with one PutObject; its checksum is
+// the object's SHA-256.
+func (u upload) single(ctx context.Context, data []byte) (storage.Version, error) {
+	sum := sha256.Sum256(data)
+	out, err := u.s.api.PutObject(ctx, &s3.PutObjectInput{
+		Bucket:         aws.String(u.bucket),
+		Key:            aws.String(u.key),
+		Body:           bytes.NewReader(data),
+		ContentLength:  aws.Int64(int64(len(data))),
+		ContentType:    aws.String(u.contentType),
+		ChecksumSHA256: aws.String(base64.StdEncoding.EncodeToString(sum[:])),
+	}, withoutFlexibleChecksums, withPayloadHash(sum[:]))
 	if err != nil {
 		return storage.Version{}, putError("PutObject", err)
 	}
-	return u.version(out.VersionId, out.ETag, size)
+	v, err := u.version(out.VersionId, out.ETag, int64(len(data)))
+	if u.digest {
+		v.SHA256 = hex.EncodeToString(sum[:])
+	}
+	return v, err
 }
 
-// withoutFlexibleChecksums stops the SDK from adding a CRC checksum of its
-// own to uploads. Computing it needs a seekable body or, over plain HTTP,
-// is refused for a streamed one ("unseekable stream is not supported
-// without TLS and trailing checksum"); and S3-compatible servers differ in
-// how they treat it across multipart uploads. Integrity comes from
-// Content-MD5 where the bytes are in memory.
+// withoutFlexibleChecksums stops the SDK from adding a checksum of its own
+// (a CRC) to uploads: each request carries the SHA-256 the store computes
+// (ChecksumSHA256), which the SDK then leaves alone.
 func withoutFlexibleChecksums(o *s3.Options) {
 	o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 }
 
-// withUnsignedPayload signs a streamed body as UNSIGNED-PAYLOAD: SigV4 over
-// plain HTTP would otherwise hash the body first and then rewind it, which
-// a request body cannot do. Over HTTPS the SDK does the same on its own.
-func withUnsignedPayload(o *s3.Options) {
-	o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
-}
-
-// withoutRetries makes one attempt: a streamed body cannot be rewound for
-// a second, and the SDK would report that instead of the actual failure.
-func withoutRetries(o *s3.Options) {
-	o.RetryMaxAttempts = 1
-}
-
-func contentMD5(b *bytes.Reader) string {
-	h := md5.New()
-	_, _ = b.WriteTo(h)
-	_, _ = b.Seek(0, io.SeekStart)
-	return base64.StdEncoding.EncodeToString(h.Sum(nil))
+// withPayloadHash signs a request whose body has the SHA-256 sum, known
+// already, with that digest (SigV4's x-amz-content-sha256), in place of
+// the SDK's own pass over the body (or its UNSIGNED-PAYLOAD over TLS): a
+// signed payload, and one hash per byte instead of two.
+func withPayloadHash(sum []byte) func(*s3.Options) {
+	known := hex.EncodeToString(sum)
+	return func(o *s3.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			_, err := st.Finalize.Swap("ComputePayloadHash", middleware.FinalizeMiddlewareFunc("ComputePayloadHash",
+				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+					return next.HandleFinalize(v4.SetPayloadHash(ctx, known), in)
+				}))
+			return err
+		})
+	}
 }
 
 // multipart uploads first (a full part already in buf) and the rest of
-// body, one part at a time through buf.
+// body, one part at a time through buf. The parts' checksums make the
+// object's a composite (COMPOSITE in S3's terms), which the server
+// verifies part by part.
 func (u upload) multipart(ctx context.Context, body io.Reader, buf []byte) (storage.Version, error) {
 	created, err := u.s.api.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
-		Bucket:      aws.String(u.bucket),
-		Key:         aws.String(u.key),
-		ContentType: aws.String(u.contentType),
+		Bucket:            aws.String(u.bucket),
+		Key:               aws.String(u.key),
+		ContentType:       aws.String(u.contentType),
+		ChecksumAlgorithm: types.ChecksumAlgorithmSha256,
 	}, withoutFlexibleChecksums)
 	if err != nil {
 		return storage.Version{}, putError("CreateMultipartUpload", err)
@@ -192,26 +201,39 @@ func (u upload) parts(ctx context.Context, uploadID *string, body io.Reader, buf
 		parts []types.CompletedPart
 		total int64
 		n     = int64(len(buf)) // the first part is already read
+		whole hash.Hash
 	)
+	if u.digest {
+		whole = sha256.New()
+	}
 	for n > 0 {
 		if len(parts) == maxParts {
 			return storage.Version{}, fmt.Errorf("s3 put: body needs more than %d parts of %d bytes", maxParts, len(buf))
 		}
 		num := int32(len(parts) + 1)
-		part := bytes.NewReader(buf[:n])
+		part := buf[:n]
+		sum := sha256.Sum256(part)
+		checksum := base64.StdEncoding.EncodeToString(sum[:])
+		// The whole object's digest takes the part while the part goes
+		// out: hashing then costs the upload no time.
+		var wg sync.WaitGroup
+		if whole != nil {
+			wg.Go(func() { whole.Write(part) })
+		}
 		out, err := u.s.api.UploadPart(ctx, &s3.UploadPartInput{
-			Bucket:        aws.String(u.bucket),
-			Key:           aws.String(u.key),
-			UploadId:      uploadID,
-			PartNumber:    aws.Int32(num),
-			Body:          part,
-			ContentLength: aws.Int64(n),
-			ContentMD5:    aws.String(contentMD5(part)),
-		}, withoutFlexibleChecksums)
+			Bucket:         aws.String(u.bucket),
+			Key:            aws.String(u.key),
+			UploadId:       uploadID,
+			PartNumber:     aws.Int32(num),
+			Body:           bytes.NewReader(part),
+			ContentLength:  aws.Int64(n),
+			ChecksumSHA256: aws.String(checksum),
+		}, withoutFlexibleChecksums, withPayloadHash(sum[:]))
+		wg.Wait() // before buf is read into again
 		if err != nil {
 			return storage.Version{}, putError("UploadPart", err)
 		}
-		parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num)})
+		parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num), ChecksumSHA256: aws.String(checksum)})
 		total += n
 		if n < int64(len(buf)) {
 			break // a short read is the end of body
@@ -229,7 +251,11 @@ func (u upload) parts(ctx context.Context, uploadID *string, body io.Reader, buf
 	if err != nil {
 		return storage.Version{}, putError("CompleteMultipartUpload", err)
 	}
-	return u.version(out.VersionId, out.ETag, total)
+	v, err := u.version(out.VersionId, out.ETag, total)
+	if whole != nil {
+		v.SHA256 = hex.EncodeToString(whole.Sum(nil))
+	}
+	return v, err
 }
 
 // abort discards the parts of a failed upload, which S3 would otherwise

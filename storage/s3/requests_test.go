@@ -3,8 +3,9 @@ package s3_test
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/dlgate/dlgate/storage"
 	"github.com/dlgate/dlgate/storage/s3"
@@ -183,7 +185,7 @@ func TestBucketsAreValidatedButTheDefaultIsTrusted(t *testing.T) {
 	}
 }
 
-func TestSmallBodyOfKnownSizeIsStreamedInOnePutObject(t *testing.T) {
+func TestSmallBodyOfKnownSizeIsOnePutObjectWithItsSHA256(t *testing.T) {
 	var sent []byte
 	var got *awss3.PutObjectInput
 	api := &fakeAPI{putObject: func(in *awss3.PutObjectInput) (*awss3.PutObjectOutput, error) {
@@ -200,13 +202,20 @@ func TestSmallBodyOfKnownSizeIsStreamedInOnePutObject(t *testing.T) {
 	if string(sent) != "exactly 16 bytes" || aws.ToInt64(got.ContentLength) != 16 || aws.ToString(got.ContentType) != "text/plain" {
 		t.Errorf("PutObject got %q, length %d, type %q", sent, aws.ToInt64(got.ContentLength), aws.ToString(got.ContentType))
 	}
-	want := storage.Version{Bucket: "bucket", Key: "k", VersionID: "v9", Size: 16, ETag: `"e"`, ContentType: "text/plain"}
+	if want := sha256Base64("exactly 16 bytes"); aws.ToString(got.ChecksumSHA256) != want {
+		t.Errorf("PutObject x-amz-checksum-sha256 = %q, want %q: the server must be able to verify the body", aws.ToString(got.ChecksumSHA256), want)
+	}
+	if got.ContentMD5 != nil {
+		t.Errorf("PutObject Content-MD5 = %q, want none: the SHA-256 checksum is the integrity check", aws.ToString(got.ContentMD5))
+	}
+	want := storage.Version{Bucket: "bucket", Key: "k", VersionID: "v9", Size: 16, ETag: `"e"`, ContentType: "text/plain",
+		SHA256: storagetest.SHA256Hex([]byte("exactly 16 bytes"))}
 	if v != want {
 		t.Errorf("Put = %+v, want %+v", v, want)
 	}
 }
 
-func TestSmallBodyOfUnknownSizeIsOnePutObjectWithContentMD5(t *testing.T) {
+func TestSmallBodyOfUnknownSizeIsOnePutObjectWithItsSHA256(t *testing.T) {
 	var got *awss3.PutObjectInput
 	api := &fakeAPI{putObject: func(in *awss3.PutObjectInput) (*awss3.PutObjectOutput, error) {
 		got = in
@@ -218,21 +227,21 @@ func TestSmallBodyOfUnknownSizeIsOnePutObjectWithContentMD5(t *testing.T) {
 		t.Fatalf("Put = %v", err)
 	}
 	if _, ok := got.Body.(io.Seeker); !ok {
-		t.Errorf("PutObject body is %T, want a seekable buffer the SDK can sign", got.Body)
+		t.Errorf("PutObject body is %T, want a seekable buffer the SDK can retry", got.Body)
 	}
-	if want := md5Base64("short"); aws.ToString(got.ContentMD5) != want {
-		t.Errorf("Content-MD5 = %q, want %q", aws.ToString(got.ContentMD5), want)
+	if want := sha256Base64("short"); aws.ToString(got.ChecksumSHA256) != want {
+		t.Errorf("x-amz-checksum-sha256 = %q, want %q", aws.ToString(got.ChecksumSHA256), want)
 	}
 	if aws.ToString(got.ContentType) != s3.DefaultContentType {
 		t.Errorf("Content-Type = %q, want %q", aws.ToString(got.ContentType), s3.DefaultContentType)
 	}
-	if v.Size != 5 || v.VersionID != "null" {
-		t.Errorf("Put = %+v, want size 5, version null", v)
+	if v.Size != 5 || v.VersionID != "null" || v.SHA256 != storagetest.SHA256Hex([]byte("short")) {
+		t.Errorf("Put = %+v, want size 5, version null, the SHA-256 of \"short\"", v)
 	}
 }
 
-func md5Base64(s string) string {
-	sum := md5.Sum([]byte(s))
+func sha256Base64(s string) string {
+	sum := sha256.Sum256([]byte(s))
 	return base64.StdEncoding.EncodeToString(sum[:])
 }
 
@@ -249,7 +258,10 @@ type multipartFake struct {
 
 func newMultipartFake() *multipartFake {
 	f := &multipartFake{}
-	f.createMultipartUpload = func(*awss3.CreateMultipartUploadInput) (*awss3.CreateMultipartUploadOutput, error) {
+	f.createMultipartUpload = func(in *awss3.CreateMultipartUploadInput) (*awss3.CreateMultipartUploadOutput, error) {
+		if in.ChecksumAlgorithm != types.ChecksumAlgorithmSha256 {
+			return nil, apiError("CreateMultipartUpload", 400, "InvalidRequest")
+		}
 		return &awss3.CreateMultipartUploadOutput{UploadId: aws.String("up1")}, nil
 	}
 	f.uploadPart = func(in *awss3.UploadPartInput) (*awss3.UploadPartOutput, error) {
@@ -261,7 +273,7 @@ func newMultipartFake() *multipartFake {
 			return nil, apiError("UploadPart", 500, "InternalError")
 		}
 		b, _ := io.ReadAll(in.Body)
-		if aws.ToString(in.ContentMD5) != md5Base64(string(b)) {
+		if aws.ToString(in.ChecksumSHA256) != sha256Base64(string(b)) {
 			return nil, apiError("UploadPart", 400, "BadDigest")
 		}
 		f.parts = append(f.parts, string(b))
@@ -269,7 +281,7 @@ func newMultipartFake() *multipartFake {
 	}
 	f.completeMultipartUpload = func(in *awss3.CompleteMultipartUploadInput) (*awss3.CompleteMultipartUploadOutput, error) {
 		for i, p := range in.MultipartUpload.Parts {
-			if aws.ToString(p.ETag) != fmt.Sprintf(`"p%d"`, i+1) {
+			if aws.ToString(p.ETag) != fmt.Sprintf(`"p%d"`, i+1) || aws.ToString(p.ChecksumSHA256) != sha256Base64(f.parts[i]) {
 				return nil, apiError("CompleteMultipartUpload", 400, "InvalidPart")
 			}
 			f.completed = append(f.completed, aws.ToInt32(p.PartNumber))
@@ -295,7 +307,8 @@ func TestLargeBodyGoesUpOnePartAtATime(t *testing.T) {
 		if strings.Join(f.parts, "|") != "abcd|efgh|ij" || fmt.Sprint(f.completed) != "[1 2 3]" {
 			t.Errorf("Put(size %d) uploaded parts %q, completed %v; want abcd|efgh|ij, [1 2 3]", size, f.parts, f.completed)
 		}
-		want := storage.Version{Bucket: "bucket", Key: "k", VersionID: "v2", Size: 10, ETag: `"all-3"`, ContentType: s3.DefaultContentType}
+		want := storage.Version{Bucket: "bucket", Key: "k", VersionID: "v2", Size: 10, ETag: `"all-3"`, ContentType: s3.DefaultContentType,
+			SHA256: storagetest.SHA256Hex([]byte("abcdefghij"))}
 		if v != want {
 			t.Errorf("Put(size %d) = %+v, want %+v", size, v, want)
 		}
@@ -366,22 +379,81 @@ func TestBodyOfTheWrongSizeAbortsTheUpload(t *testing.T) {
 	}
 }
 
-func TestBodyLongerThanItsSizeIsCutBeforeTheLastByte(t *testing.T) {
-	var sent []byte
-	var readErr error
+func TestBodyLongerThanItsSizeIsRefusedBeforeAnythingIsSent(t *testing.T) {
+	calls := 0
 	api := &fakeAPI{putObject: func(in *awss3.PutObjectInput) (*awss3.PutObjectOutput, error) {
-		sent, readErr = io.ReadAll(in.Body)
-		if readErr != nil {
-			return nil, readErr
-		}
+		calls++
 		return &awss3.PutObjectOutput{ETag: aws.String(`"e"`)}, nil
 	}}
 	st := s3.NewFromClient(api, "bucket", s3.WithPartSize(16))
 	_, err := st.Put(t.Context(), "", "k", bytes.NewReader([]byte("0123456789")), 5, "")
-	if err == nil || readErr == nil {
-		t.Fatalf("Put(10 bytes, size 5) = %v (body read error %v), want errors", err, readErr)
+	if err == nil {
+		t.Fatalf("Put(10 bytes, size 5) succeeded")
 	}
-	if len(sent) >= 5 {
-		t.Errorf("the server got %q: all 5 declared bytes, so it could have stored them", sent)
+	if calls != 0 {
+		t.Errorf("Put(10 bytes, size 5) sent %d PutObject: the part is read, and the extra byte seen, before it goes out", calls)
+	}
+}
+
+func TestBadDigestIsTheStoreFailingNotTheRequest(t *testing.T) {
+	api := &fakeAPI{putObject: func(in *awss3.PutObjectInput) (*awss3.PutObjectOutput, error) {
+		return nil, apiError("PutObject", 400, "BadDigest")
+	}}
+	st := s3.NewFromClient(api, "bucket")
+	_, err := st.Put(t.Context(), "", "k", strings.NewReader("x"), 1, "")
+	if !errors.Is(err, storage.ErrUnavailable) {
+		t.Errorf("Put answered BadDigest = %v, want ErrUnavailable (damaged on the way; a retry can pass)", err)
+	}
+}
+
+func TestStatReportsOnlyAFullObjectSHA256(t *testing.T) {
+	sum := sha256.Sum256([]byte("x"))
+	b64 := base64.StdEncoding.EncodeToString(sum[:])
+	for _, tt := range []struct {
+		name     string
+		checksum string
+		typ      types.ChecksumType
+		want     string
+	}{
+		{"full object", b64, types.ChecksumTypeFullObject, hex.EncodeToString(sum[:])},
+		{"untyped, of a digest's shape", b64, "", hex.EncodeToString(sum[:])},
+		{"composite of 3 parts", b64 + "-3", types.ChecksumTypeComposite, ""},
+		{"untyped composite", b64 + "-3", "", ""},
+		{"composite without its count", b64, types.ChecksumTypeComposite, ""},
+		{"none", "", "", ""},
+		{"not base64", "%%%", types.ChecksumTypeFullObject, ""},
+		{"too short", base64.StdEncoding.EncodeToString(sum[:16]), types.ChecksumTypeFullObject, ""},
+	} {
+		var mode types.ChecksumMode
+		api := &fakeAPI{headObject: func(in *awss3.HeadObjectInput) (*awss3.HeadObjectOutput, error) {
+			mode = in.ChecksumMode
+			out := &awss3.HeadObjectOutput{ContentLength: aws.Int64(1), ETag: aws.String(`"e"`), ChecksumType: tt.typ}
+			if tt.checksum != "" {
+				out.ChecksumSHA256 = aws.String(tt.checksum)
+			}
+			return out, nil
+		}}
+		v, err := s3.NewFromClient(api, "bucket").Stat(t.Context(), storage.Ref{Key: "k"})
+		if err != nil || v.SHA256 != tt.want {
+			t.Errorf("Stat with a %s checksum = %q, %v, want %q", tt.name, v.SHA256, err, tt.want)
+		}
+		if mode != types.ChecksumModeEnabled {
+			t.Errorf("HeadObject ChecksumMode = %q, want ENABLED", mode)
+		}
+	}
+}
+
+func TestStatWithoutPermissionToSeeTheChecksumHasNoDigest(t *testing.T) {
+	var modes []types.ChecksumMode
+	api := &fakeAPI{headObject: func(in *awss3.HeadObjectInput) (*awss3.HeadObjectOutput, error) {
+		modes = append(modes, in.ChecksumMode)
+		if in.ChecksumMode != "" {
+			return nil, apiError("HeadObject", 403, "AccessDenied") // no kms:Decrypt
+		}
+		return &awss3.HeadObjectOutput{ContentLength: aws.Int64(1), ETag: aws.String(`"e"`)}, nil
+	}}
+	v, err := s3.NewFromClient(api, "bucket").Stat(t.Context(), storage.Ref{Key: "k"})
+	if err != nil || v.SHA256 != "" || fmt.Sprint(modes) != "[ENABLED ]" {
+		t.Errorf("Stat = %+v, %v after HeadObject modes %q; want the object without a digest, asked in checksum mode, then without", v, err, modes)
 	}
 }

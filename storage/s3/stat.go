@@ -2,17 +2,27 @@ package s3
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/dlgate/dlgate/storage"
 )
 
 // Stat returns the metadata of ref's version (HeadObject), or of the
 // current version when ref.VersionID is empty. VersionID is "null" for an
-// object in a bucket without versioning. Errors: storage.ErrInvalidKey,
+// object in a bucket without versioning. SHA256 is the server's
+// full-object SHA-256 checksum when the object has one (HeadObject in
+// checksum mode), and "" otherwise: an object stored without a checksum,
+// with another algorithm, or in parts (a COMPOSITE checksum is a digest of
+// the parts' digests, not of the object). Errors: storage.ErrInvalidKey,
 // storage.ErrNotFound, storage.ErrInvalid, storage.ErrTimeout,
 // storage.ErrUnavailable.
 func (s *Store) Stat(ctx context.Context, ref storage.Ref) (storage.Version, error) {
@@ -20,11 +30,20 @@ func (s *Store) Stat(ctx context.Context, ref storage.Ref) (storage.Version, err
 	if err != nil {
 		return storage.Version{}, err
 	}
-	out, err := s.api.HeadObject(ctx, &s3.HeadObjectInput{
-		Bucket:    aws.String(bucket),
-		Key:       aws.String(ref.Key),
-		VersionId: versionParam(ref.VersionID),
-	})
+	in := &s3.HeadObjectInput{
+		Bucket:       aws.String(bucket),
+		Key:          aws.String(ref.Key),
+		VersionId:    versionParam(ref.VersionID),
+		ChecksumMode: types.ChecksumModeEnabled,
+	}
+	out, err := s.api.HeadObject(ctx, in)
+	if isForbidden(err) {
+		// AWS wants kms:Decrypt to show the checksum of an object
+		// encrypted with a KMS key; without it the object is still the
+		// caller's to link, only without a digest.
+		in.ChecksumMode = ""
+		out, err = s.api.HeadObject(ctx, in)
+	}
 	if err != nil {
 		return storage.Version{}, translateVersioned("HeadObject", err, ref.VersionID)
 	}
@@ -36,6 +55,7 @@ func (s *Store) Stat(ctx context.Context, ref storage.Ref) (storage.Version, err
 		ETag:         aws.ToString(out.ETag),
 		ContentType:  aws.ToString(out.ContentType),
 		LastModified: aws.ToTime(out.LastModified).UTC(),
+		SHA256:       fullObjectSHA256(out),
 	}
 	if ref.VersionID == nullVersion && v.VersionID != nullVersion {
 		// versionParam sent no VersionId, so the server answered with the
@@ -47,4 +67,26 @@ func (s *Store) Stat(ctx context.Context, ref storage.Ref) (storage.Version, err
 		return storage.Version{}, fmt.Errorf("s3 HeadObject: %w: response without ETag or Content-Length", storage.ErrUnavailable)
 	}
 	return v, nil
+}
+
+// fullObjectSHA256 is the hex SHA-256 of the whole object from a
+// HeadObject in checksum mode, or "". A server that names no checksum type
+// (older S3-compatible ones) is trusted only with a value of a digest's
+// shape: a composite one ends in "-N", its number of parts.
+func fullObjectSHA256(out *s3.HeadObjectOutput) string {
+	v := aws.ToString(out.ChecksumSHA256)
+	if v == "" || (out.ChecksumType != types.ChecksumTypeFullObject && out.ChecksumType != "") || strings.Contains(v, "-") {
+		return ""
+	}
+	sum, err := base64.StdEncoding.DecodeString(v)
+	if err != nil || len(sum) != 32 {
+		return ""
+	}
+	return hex.EncodeToString(sum)
+}
+
+// isForbidden reports whether err is the server's 403.
+func isForbidden(err error) bool {
+	var statusErr interface{ HTTPStatusCode() int }
+	return errors.As(err, &statusErr) && statusErr.HTTPStatusCode() == http.StatusForbidden
 }

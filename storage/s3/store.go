@@ -99,6 +99,10 @@ type Store struct {
 	bucket   string
 	partSize int64
 	bufs     sync.Pool // of *[]byte of partSize
+	// noDigest leaves the whole object's SHA-256 out of Put (the parts'
+	// checksums stay), for BenchmarkPut's comparison only
+	// (export_test.go).
+	noDigest bool
 }
 
 // Option configures NewFromClient.

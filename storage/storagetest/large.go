@@ -25,6 +25,9 @@ func exerciseLarge(t *testing.T, newStore NewStoreFunc) {
 		if v.Size != LargeSize {
 			t.Errorf("Put Size = %d, want %d", v.Size, LargeSize)
 		}
+		if want := sha256Of(t, PseudoRandom(seed, LargeSize)); v.SHA256 != want {
+			t.Errorf("Put SHA256 = %q, want %s", v.SHA256, want)
+		}
 		got := MustStat(t, st, storage.Ref{Bucket: bucket, Key: "large.bin"})
 		checkVersion(t, "Stat", got, v)
 

@@ -38,6 +38,7 @@ func Exercise(t *testing.T, newStore NewStoreFunc) {
 		exerciseErrors,
 		exerciseLarge,
 		exerciseDelete,
+		exerciseDigest,
 	} {
 		area(t, newStore)
 	}

@@ -1,0 +1,19 @@
+package s3_test
+
+import (
+	"testing"
+
+	"github.com/dlgate/dlgate/internal/testenv"
+	"github.com/dlgate/dlgate/storage/s3"
+	"github.com/dlgate/dlgate/storage/storagetest"
+)
+
+// BenchmarkPut compares uploads to versitygw (or DLGATE_TEST_S3_ENDPOINT)
+// with and without the whole object's SHA-256, in the default 8 MiB parts:
+//
+//	go test -run '^$' -bench Put -benchtime 3x ./storage/s3/
+func BenchmarkPut(b *testing.B) {
+	env := testenv.SharedS3(b)
+	bucket := env.NewBucket(b, true)
+	storagetest.BenchmarkPut(b, s3.NewFromClient(env.Client(), bucket), s3.NewFromClient(env.Client(), bucket, s3.WithoutDigest()), "")
+}
