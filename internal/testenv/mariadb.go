@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/go-sql-driver/mysql" // the admin connection and NewDatabase
+	gomysql "github.com/go-sql-driver/mysql" // the admin connection and NewDatabase
 )
 
 const whatMariaDB = "MariaDB (mariadbd and mariadb-install-db, Debian package mariadb-server)"
@@ -20,15 +20,18 @@ const whatMariaDB = "MariaDB (mariadbd and mariadb-install-db, Debian package ma
 // MariaDB is a private mariadbd with its own data directory, reachable over
 // TCP on Addr as user root with an empty password. Grant tables are on, so
 // tests may create users with passwords and check authentication failures.
+// The shared one may instead be an operator's own server (EnvMySQLDSN):
+// MySQL, MariaDB or TiDB, reached as the DSN says.
 type MariaDB struct {
-	// Addr is "127.0.0.1:PORT".
+	// Addr is "127.0.0.1:PORT", or the external server's address.
 	Addr string
 
-	dir    string
-	proc   *process
-	admin  *sql.DB
-	shared bool
-	once   sync.Once
+	dir      string
+	proc     *process
+	admin    *sql.DB
+	shared   bool
+	external *gomysql.Config // the operator's DSN without a database; nil for ours
+	once     sync.Once
 }
 
 // StartMariaDB starts a private MariaDB for tb and stops it, removing its
@@ -49,31 +52,46 @@ func StartMariaDB(tb testing.TB) *MariaDB {
 
 // SharedMariaDB returns the MariaDB shared by all tests of this test binary,
 // starting it on first use. Tests isolate themselves with NewDatabase. The
-// package's TestMain must call Main, which stops the server.
+// package's TestMain must call Main, which stops the server. When
+// EnvMySQLDSN is set, it is the server that names instead, which testenv
+// neither starts nor stops; a server it cannot reach fails the test.
 func SharedMariaDB(tb testing.TB) *MariaDB {
 	tb.Helper()
 	requireMain(tb, "SharedMariaDB")
 	m, err := sharedDB.get(func() (*MariaDB, error) {
+		if m, ok, err := externalMySQL(); ok {
+			return m, err
+		}
 		m, err := startMariaDB()
 		if m != nil {
 			m.shared = true
 		}
 		return m, err
 	})
+	if os.Getenv(EnvMySQLDSN) != "" && err != nil {
+		tb.Fatalf("testenv: %v", err) // asked for, so never a skip
+	}
 	Require(tb, whatMariaDB, err)
 	return m
 }
 
 // DSN returns the go-sql-driver DSN for database db as root, without
-// parameters, the way an operator would write GATEWAY_DB_DSN.
+// parameters, the way an operator would write GATEWAY_DB_DSN; on an
+// external server, the operator's DSN with db as its database.
 func (m *MariaDB) DSN(db string) string {
+	if m.external != nil {
+		c := m.external.Clone()
+		c.DBName = db
+		return c.FormatDSN()
+	}
 	return fmt.Sprintf("root@tcp(%s)/%s", m.Addr, db)
 }
 
 // NewDatabase creates a database with a fresh name, derived from the test's
-// name, and returns its DSN (see DSN). The database is not dropped: it dies
-// with the server, and dropping it could block on connections the test has
-// not closed yet.
+// name, and returns its DSN (see DSN). On our own servers the database is
+// not dropped: it dies with the server, and dropping it could block on
+// connections the test has not closed yet. On an external server it is
+// dropped when the test ends (dropLater).
 func (m *MariaDB) NewDatabase(tb testing.TB) string {
 	tb.Helper()
 	name := uniqueName(tb, '_', 64)
@@ -81,6 +99,9 @@ func (m *MariaDB) NewDatabase(tb testing.TB) string {
 	defer cancel()
 	if _, err := m.admin.ExecContext(ctx, "CREATE DATABASE `"+name+"`"); err != nil {
 		tb.Fatalf("testenv: create database %s on %s: %v", name, m.Addr, err)
+	}
+	if m.external != nil {
+		m.dropLater(tb, name)
 	}
 	return m.DSN(name)
 }
@@ -97,10 +118,14 @@ func (m *MariaDB) Stop() {
 	m.proc.Stop(30 * time.Second)
 }
 
-// shutdown stops the server and removes its directory, once.
+// shutdown stops the server and removes its directory, once; of an
+// external server it only closes the connection.
 func (m *MariaDB) shutdown() {
 	m.once.Do(func() {
 		_ = m.admin.Close()
+		if m.external != nil {
+			return
+		}
 		m.proc.Stop(30 * time.Second)
 		_ = os.RemoveAll(m.dir)
 	})

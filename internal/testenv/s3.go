@@ -22,18 +22,20 @@ import (
 const whatS3 = "versitygw (S3 server, installed into ./bin by `go install`)"
 
 // S3 is a private versitygw serving a posix directory, with bucket versioning
-// available. Clients must use path-style addressing.
+// available. Clients must use path-style addressing. The shared one may
+// instead be an operator's own server (EnvS3Endpoint).
 type S3 struct {
 	Endpoint  string // "http://127.0.0.1:PORT"
 	Region    string // "us-east-1"
 	AccessKey string
 	SecretKey string
 
-	bin     string
-	addr    string
-	dir     string
-	logPath string
-	shared  bool
+	bin      string
+	addr     string
+	dir      string
+	logPath  string
+	shared   bool
+	external bool // EnvS3Endpoint's: neither started nor stopped here
 
 	mu       sync.Mutex // guards proc and closed
 	proc     *process
@@ -62,17 +64,25 @@ func StartS3(tb testing.TB) *S3 {
 // SharedS3 returns the versitygw shared by all tests of this test binary,
 // starting it on first use. Tests isolate themselves with NewBucket. The
 // package's TestMain must call Main, which stops the server. Tests that stop
-// or restart the server must use StartS3 instead.
+// or restart the server must use StartS3 instead. When EnvS3Endpoint is
+// set, it is the server that names instead; one it cannot reach fails the
+// test.
 func SharedS3(tb testing.TB) *S3 {
 	tb.Helper()
 	requireMain(tb, "SharedS3")
 	s, err := sharedS3.get(func() (*S3, error) {
+		if s, ok, err := externalS3(); ok {
+			return s, err
+		}
 		s, err := startS3()
 		if s != nil {
 			s.shared = true
 		}
 		return s, err
 	})
+	if os.Getenv(EnvS3Endpoint) != "" && err != nil {
+		tb.Fatalf("testenv: %v", err) // asked for, so never a skip
+	}
 	Require(tb, whatS3, err)
 	return s
 }
@@ -93,16 +103,20 @@ func (s *S3) newClient() *s3.Client {
 
 // NewBucket creates a bucket with a fresh name, derived from the test's name,
 // and returns the name. With versioned, versioning is enabled on it, so every
-// PUT makes a new version with its own VersionId. The bucket is not deleted:
-// it dies with the server.
+// PUT makes a new version with its own VersionId. On our own server the
+// bucket is not deleted: it dies with the server. On an external one it is
+// emptied and deleted when the test ends.
 func (s *S3) NewBucket(tb testing.TB, versioned bool) string {
 	tb.Helper()
 	name := uniqueName(tb, '-', 63)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := s.Client()
-	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+	if _, err := c.CreateBucket(ctx, s.createBucketInput(name)); err != nil {
 		tb.Fatalf("testenv: create bucket %s on %s: %v", name, s.Endpoint, err)
+	}
+	if s.external {
+		s.removeLater(tb, name)
 	}
 	if versioned {
 		_, err := c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{
@@ -163,6 +177,9 @@ func (s *S3) shutdown() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.closed = true
+		if s.external {
+			return
+		}
 		if s.proc != nil {
 			s.proc.Stop(10 * time.Second)
 		}

@@ -1,6 +1,7 @@
 package ledgertest
 
 import (
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -234,6 +235,49 @@ func ExerciseOutbox(t *testing.T, newLedger NewOutboxLedger) {
 			t.Fatalf("delivered %v, want %v", types, want)
 		}
 	})
+	t.Run("ALinksOrderIsItsOwnSequenceNotTheOutboxSeq", func(t *testing.T) {
+		t.Parallel()
+		e, o := open(t)
+		l := e.MustLink(t, 3)
+		for range 2 {
+			if _, err := e.claim(l, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// TiDB allocates AUTO_INCREMENT in ranges per server, so a
+		// link's later event may get the smaller seq: reverse them.
+		db := sqlOf(t, e.l)
+		rows, err := db.QueryContext(e.ctx, `SELECT seq, event_id FROM webhook_outbox WHERE link_id = ? ORDER BY seq`, l.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seqs []int64
+		var ids []string
+		for rows.Next() {
+			var seq int64
+			var id string
+			if err := rows.Scan(&seq, &id); err != nil {
+				t.Fatal(err)
+			}
+			seqs, ids = append(seqs, seq), append(ids, id)
+		}
+		rows.Close()
+		if len(ids) != 3 {
+			t.Fatalf("%d events of the link, want 3", len(ids))
+		}
+		for _, seq := range seqs {
+			if _, err := db.ExecContext(e.ctx, `UPDATE webhook_outbox SET seq = ? WHERE seq = ?`, 1_000_000_000-seq, seq); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got []string
+		for _, x := range drain(t, e, o) {
+			got = append(got, x.ID)
+		}
+		if !slices.Equal(got, ids) {
+			t.Fatalf("delivered %v, want the order they were written in, %v", got, ids)
+		}
+	})
 	t.Run("AFailedEventIsDueAgainAfterItsBackoff", func(t *testing.T) {
 		t.Parallel()
 		e, o := open(t)
@@ -358,6 +402,17 @@ func ExerciseOutbox(t *testing.T, newLedger NewOutboxLedger) {
 		}
 	})
 	t.Run("Objects", func(t *testing.T) { exerciseObjectEvents(t, newLedger) })
+}
+
+// sqlOf is the database under l, for the few sentences that must change
+// a row the way only another engine would.
+func sqlOf(tb testing.TB, l ledger.Ledger) *sql.DB {
+	tb.Helper()
+	x, ok := l.(interface{ SQL() *sql.DB })
+	if !ok {
+		tb.Fatalf("%T has no SQL()", l)
+	}
+	return x.SQL()
 }
 
 // MustSessionFor mints a session of l (budget 1000, 2 slots) for account.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+	"os"
 	"testing"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -15,13 +16,22 @@ import (
 	"github.com/dlgate/dlgate/ledger/sqlcore"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) {
+	if dsn := os.Getenv(migrateChildEnv); dsn != "" {
+		os.Exit(migrateChild(dsn)) // a process of TestMigrationByEightProcessesAtOnce
+	}
+	testenv.Main(m)
+}
 
 func TestConformance(t *testing.T) {
 	server := testenv.SharedMariaDB(t)
 	ledgertest.Exercise(t, func(t *testing.T, clock ledger.Clock) ledger.Ledger {
 		return MustOpen(t, server.NewDatabase(t), clock)
 	})
+}
+
+func TestAcrossProcesses(t *testing.T) {
+	ledgertest.ExerciseAcrossProcesses(t, processesOn(testenv.SharedMariaDB(t), true))
 }
 
 // TestClaimsConformanceWithWebhooks runs the claims again with webhooks
@@ -37,9 +47,9 @@ func TestClaimsConformanceWithWebhooks(t *testing.T) {
 }
 
 // MustOpen opens a migrated ledger on dsn.
-func MustOpen(tb testing.TB, dsn string, clock ledger.Clock) ledger.Ledger {
+func MustOpen(tb testing.TB, dsn string, clock ledger.Clock, opts ...mysql.Option) ledger.Ledger {
 	tb.Helper()
-	db, err := mysql.Open(context.Background(), dsn)
+	db, err := mysql.Open(context.Background(), dsn, opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -53,51 +63,39 @@ func MustOpen(tb testing.TB, dsn string, clock ledger.Clock) ledger.Ledger {
 }
 
 func TestClockSkew(t *testing.T) {
-	ledgertest.ExerciseClockSkew(t, processesOn(testenv.SharedMariaDB(t)))
+	ledgertest.ExerciseClockSkew(t, processesOn(testenv.SharedMariaDB(t), false))
 }
 
 // processesOn returns a factory of ledgers, one per clock, each its own
-// pool on one fresh database, as separate gateway processes would be.
-// DBClock stays nil: MariaDB's clock decides; each clock only stamps.
-func processesOn(server *testenv.MariaDB) func(t *testing.T, clocks ...ledger.Clock) []ledger.Ledger {
+// pool on one fresh database, as separate gateway processes would be,
+// writing webhook events when webhooks is set. DBClock stays nil: the
+// server's clock decides; each clock only stamps.
+func processesOn(server *testenv.MariaDB, webhooks bool, opts ...mysql.Option) ledgertest.OpenShared {
+	return processesWith(server, func(tb testing.TB, dsn string) *sqlcore.DB {
+		db, err := mysql.Open(context.Background(), dsn, opts...)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { db.Close() })
+		if err := mysql.Migrate(context.Background(), db.SQL()); err != nil {
+			tb.Fatal(err)
+		}
+		db.Webhooks = webhooks
+		return db
+	})
+}
+
+// processesWith is processesOn with the ledgers opened by open.
+func processesWith(server *testenv.MariaDB, open func(tb testing.TB, dsn string) *sqlcore.DB) ledgertest.OpenShared {
 	return func(t *testing.T, clocks ...ledger.Clock) []ledger.Ledger {
 		dsn := server.NewDatabase(t)
 		var out []ledger.Ledger
 		for _, clock := range clocks {
-			db, err := mysql.Open(context.Background(), dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			if err := mysql.Migrate(context.Background(), db.SQL()); err != nil {
-				t.Fatal(err)
-			}
+			db := open(t, dsn)
 			db.Now = clock
 			out = append(out, db)
 		}
 		return out
-	}
-}
-
-func TestConcurrentMigrationsApplyOnce(t *testing.T) {
-	server := testenv.SharedMariaDB(t)
-	dsn := server.NewDatabase(t)
-	errs := make(chan error, 4)
-	for i := 0; i < 4; i++ {
-		go func() {
-			db, err := mysql.Open(context.Background(), dsn)
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer db.Close()
-			errs <- mysql.Migrate(context.Background(), db.SQL())
-		}()
-	}
-	for i := 0; i < 4; i++ {
-		if err := <-errs; err != nil {
-			t.Fatalf("concurrent migrate: %v", err)
-		}
 	}
 }
 

@@ -8,5 +8,5 @@ import (
 )
 
 func TestObjectsAcrossProcesses(t *testing.T) {
-	ledgertest.ExerciseObjectsAcrossProcesses(t, processesOn(testenv.SharedMariaDB(t)))
+	ledgertest.ExerciseObjectsAcrossProcesses(t, processesOn(testenv.SharedMariaDB(t), false))
 }
