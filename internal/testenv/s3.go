@@ -43,14 +43,16 @@ type S3 struct {
 	shutOnce sync.Once
 
 	client func() *s3.Client
+
+	tls *s3TLS // WithTLS: https with a test's certificate
 }
 
 // StartS3 starts a private versitygw for tb on a free port, with random
 // credentials, and stops it, removing its data, in tb.Cleanup. A missing
-// versitygw stops the test through Require.
-func StartS3(tb testing.TB) *S3 {
+// versitygw stops the test through Require. Options: WithTLS.
+func StartS3(tb testing.TB, opts ...S3Option) *S3 {
 	tb.Helper()
-	s, err := startS3()
+	s, err := startS3(opts...)
 	Require(tb, whatS3, err)
 	tb.Cleanup(func() {
 		if tb.Failed() {
@@ -98,7 +100,7 @@ func (s *S3) newClient() *s3.Client {
 		BaseEndpoint: aws.String(s.Endpoint),
 		UsePathStyle: true,
 		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
-	})
+	}, s.useTLS)
 }
 
 // NewBucket creates a bucket with a fresh name, derived from the test's name,
@@ -187,7 +189,7 @@ func (s *S3) shutdown() {
 	})
 }
 
-func startS3() (*S3, error) {
+func startS3(opts ...S3Option) (*S3, error) {
 	bin, err := FindBinary("versitygw")
 	if err != nil {
 		return nil, err
@@ -205,6 +207,9 @@ func startS3() (*S3, error) {
 		logPath:   filepath.Join(dir, "versitygw.log"),
 	}
 	s.client = sync.OnceValue(s.newClient)
+	for _, o := range opts {
+		o(s)
+	}
 	for _, d := range []string{s.rootDir(), s.versionsDir()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			_ = os.RemoveAll(dir)
@@ -217,7 +222,7 @@ func startS3() (*S3, error) {
 			break
 		}
 		s.addr = "127.0.0.1:" + strconv.Itoa(port)
-		s.Endpoint = "http://" + s.addr
+		s.Endpoint = s.scheme() + s.addr
 		if err = s.launch(); err == nil {
 			return s, nil
 		}
@@ -235,7 +240,7 @@ func (s *S3) versionsDir() string { return filepath.Join(s.dir, "versions") }
 // launch starts versitygw on s.addr and waits until it answers HTTP. The
 // caller holds s.mu or owns s exclusively.
 func (s *S3) launch() error {
-	p, err := startProcess(s.logPath, s.bin,
+	p, err := startProcess(s.logPath, s.bin, append(s.tlsArgs(),
 		"--access", s.AccessKey,
 		"--secret", s.SecretKey,
 		"--region", s.Region,
@@ -244,11 +249,11 @@ func (s *S3) launch() error {
 		"posix",
 		"--versioning-dir", s.versionsDir(),
 		s.rootDir(),
-	)
+	)...)
 	if err != nil {
 		return err
 	}
-	hc := &http.Client{Timeout: 2 * time.Second}
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: s.transport()}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = p.waitReady(ctx, func(ctx context.Context) error {
