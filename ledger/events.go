@@ -57,6 +57,9 @@ type EventData struct {
 	ByteBudget     int64        `json:"byte_budget,omitempty"`
 	MaxConcurrency int          `json:"max_concurrency,omitempty"`
 	Object         *EventObject `json:"object,omitempty"`
+	// SHA256 is the hex SHA-256 of the link's object version in grant
+	// events (SPEC §10); null when unknown.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // EventObject names an object version in link events and object.deleted.
@@ -67,6 +70,8 @@ type EventObject struct {
 	Size        int64  `json:"size"`
 	ETag        string `json:"etag"`
 	ContentType string `json:"content_type"`
+	// SHA256 is the version's hex SHA-256, null when unknown.
+	SHA256 *string `json:"sha256"`
 }
 
 // eventFields are the data fields of each event type, in the order and
@@ -87,7 +92,7 @@ var eventFields = map[string][]string{
 
 var (
 	linkEventFields  = []string{"link_id", "account_id", "downloads", "remaining", "delivery", "filename", "expires_at", "object"}
-	grantEventFields = []string{"link_id", "grant_id", "session_id", "account_id", "client", "kind", "downloads", "remaining", "expires_at"}
+	grantEventFields = []string{"link_id", "grant_id", "session_id", "account_id", "client", "kind", "downloads", "remaining", "expires_at", "sha256"}
 )
 
 // EventFields returns the data fields of events of type typ, nil for an
@@ -162,9 +167,14 @@ func (d *EventData) field(name string) (any, error) {
 		return d.MaxConcurrency, nil
 	case "object":
 		return d.Object, nil
+	case "sha256":
+		return orNull(d.SHA256), nil
 	}
 	return nil, fmt.Errorf("unknown data field %q", name)
 }
+
+// OrNull is s, or nil (JSON null) when s is empty.
+func OrNull(s string) *string { return orNull(s) }
 
 func orNull(s string) *string {
 	if s == "" {
@@ -190,6 +200,7 @@ type looseData struct {
 	ByteBudget     int64        `json:"byte_budget,omitempty"`
 	MaxConcurrency int          `json:"max_concurrency,omitempty"`
 	Object         *EventObject `json:"object,omitempty"`
+	SHA256         string       `json:"sha256,omitempty"`
 }
 
 // OutboxEvent is an event as the outbox hands it to a deliverer.

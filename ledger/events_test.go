@@ -22,7 +22,7 @@ func documentedEvents(tb testing.TB) (fields, objectFields map[string][]string) 
 		tb.Fatal(err)
 	}
 	row := regexp.MustCompile("(?m)^\\| `([a-z]+\\.[a-z]+)` \\| [^|]* \\| (.*) \\|$")
-	name := regexp.MustCompile("`([a-z_.]+)`")
+	name := regexp.MustCompile("`([a-z0-9_.]+)`")
 	paren := regexp.MustCompile(`\(([^()]*)\)`)
 	fields, objectFields = map[string][]string{}, map[string][]string{}
 	rows := row.FindAllSubmatch(doc, -1)

@@ -104,6 +104,9 @@ type Object struct {
 	ETag         string
 	ContentType  string
 	LastModified time.Time // zero when unknown
+	// SHA256 is the lowercase hex SHA-256 of the whole version, "" when
+	// unknown (SPEC §10).
+	SHA256 string
 }
 
 // SessionSettings are the per-link session parameters (SPEC §4). Zero

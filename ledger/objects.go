@@ -6,6 +6,20 @@ import (
 	"time"
 )
 
+// ValidSHA256 reports whether s is a SHA-256 as the ledger records one:
+// 64 lowercase hex digits.
+func ValidSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // ObjectState is where an object version the gateway stored stands.
 type ObjectState string
 
@@ -125,4 +139,30 @@ type ObjectLedger interface {
 	// and tombstones of versions deleted as long ago. Retention 0 keeps
 	// everything. Errors: ErrInvalid, ErrUnavailable.
 	PurgeLinks(ctx context.Context, retention time.Duration, limit int) (PurgeResult, error)
+}
+
+// Digests is what the backfill of SHA-256s needs (gateway objects digest,
+// SPEC §10): versions the gateway stored before it computed digests have
+// none until it is run. Only the backfill uses it; the gateway's Ledger
+// does not include it.
+type Digests interface {
+	// MissingDigests counts the stored versions without a SHA-256 and
+	// their bytes. Errors: ErrUnavailable.
+	MissingDigests(ctx context.Context) (count int, bytes int64, err error)
+	// ObjectsWithoutDigest returns at most limit stored versions without
+	// a SHA-256, in a fixed order, after the one the cursor after names
+	// ("" for the first), and the cursor of the last one returned (""
+	// when none was). A run that stops and starts again from "" finds
+	// exactly the versions still without one. Errors: ErrInvalid (limit
+	// < 1, a cursor not from here), ErrUnavailable.
+	ObjectsWithoutDigest(ctx context.Context, after string, limit int) ([]StoredObject, string, error)
+	// RecordDigest records sum as the SHA-256 of the version o names,
+	// while it still has o's size and ETag, and on the links and
+	// sessions pinning that version that have none yet, in one
+	// transaction. Recording the same digest again changes nothing.
+	// Errors: ErrInvalid (not a hex SHA-256), ErrNotFound (no such stored
+	// version, or it changed), ErrConflict (the version already has
+	// another digest: its bytes are not the ones recorded),
+	// ErrUnavailable.
+	RecordDigest(ctx context.Context, o Object, sum string) error
 }

@@ -11,9 +11,11 @@ import (
 
 func TestOutboxConformance(t *testing.T) {
 	server := testenv.SharedMariaDB(t)
-	ledgertest.ExerciseOutbox(t, func(t *testing.T, clock ledger.Clock, events bool) ledger.Ledger {
+	open := func(t *testing.T, clock ledger.Clock, events bool) ledger.Ledger {
 		l := MustOpen(t, server.NewDatabase(t), clock)
 		l.(*sqlcore.DB).Webhooks = events
 		return l
-	})
+	}
+	ledgertest.ExerciseOutbox(t, open)
+	ledgertest.ExerciseDigestEvents(t, open)
 }

@@ -13,7 +13,7 @@ import (
 const linkColumns = `id, token_hash, bucket, object_key, version_id, size, etag, content_type,
   last_modified, filename, account_id, allowance, remaining, expires_at, revoked_at,
   created_at, delivery, confirm, session_ttl_ms, session_byte_budget,
-  session_max_concurrency, idempotency_key`
+  session_max_concurrency, idempotency_key, sha256`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -21,14 +21,14 @@ func scanLink(r rowScanner) (*ledger.Link, error) {
 	var (
 		l                             ledger.Link
 		lastMod, expires, revoked, at timeCol
-		account, idem                 nullStr
+		account, idem, sum            nullStr
 		confirm                       bool
 		ttlMS                         int64
 	)
 	err := r.Scan(&l.ID, &l.TokenHash, &l.Object.Bucket, &l.Object.Key, &l.Object.VersionID,
 		&l.Object.Size, &l.Object.ETag, &l.Object.ContentType, &lastMod, &l.Filename, &account,
 		&l.Allowance, &l.Remaining, &expires, &revoked, &at, &l.Delivery, &confirm, &ttlMS,
-		&l.Session.ByteBudget, &l.Session.MaxConcurrency, &idem)
+		&l.Session.ByteBudget, &l.Session.MaxConcurrency, &idem, &sum)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ledger.ErrNotFound
 	}
@@ -36,7 +36,7 @@ func scanLink(r rowScanner) (*ledger.Link, error) {
 		return nil, err
 	}
 	l.Object.LastModified = lastMod.T
-	l.AccountID, l.IdempotencyKey = string(account), string(idem)
+	l.AccountID, l.IdempotencyKey, l.Object.SHA256 = string(account), string(idem), string(sum)
 	l.ExpiresAt, l.RevokedAt, l.CreatedAt = expires.T, revoked.ptr(), at.T
 	l.Confirm = confirm
 	l.Session.TTL = time.Duration(ttlMS) * time.Millisecond
@@ -70,16 +70,20 @@ func (s *DB) CreateLink(ctx context.Context, l *ledger.Link) (*ledger.Link, bool
 	}
 	// One transaction, so that link.created exists exactly when the link does.
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if err := s.pinStored(ctx, tx, in.Object, s.t(in.CreatedAt)); err != nil {
+		recorded, err := s.pinStored(ctx, tx, in.Object, s.t(in.CreatedAt))
+		if err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO links (`+linkColumns+`)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?)`,
+		if recorded != "" {
+			in.Object.SHA256 = recorded
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO links (`+linkColumns+`)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			in.ID, in.TokenHash, in.Object.Bucket, in.Object.Key, in.Object.VersionID, in.Object.Size,
 			in.Object.ETag, in.Object.ContentType, lastMod, in.Filename, orNull(in.AccountID),
 			in.Allowance, in.Remaining, s.t(in.ExpiresAt), s.t(in.CreatedAt), in.Delivery, in.Confirm,
 			in.Session.TTL.Milliseconds(), in.Session.ByteBudget, in.Session.MaxConcurrency,
-			orNull(in.IdempotencyKey))
+			orNull(in.IdempotencyKey), orNull(in.Object.SHA256))
 		if err != nil {
 			return err
 		}

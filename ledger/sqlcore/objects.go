@@ -26,7 +26,7 @@ func versionHash(o ledger.Object) []byte {
 }
 
 const objectColumns = `bucket, object_key, version_id, size, etag, content_type, stored_at,
-  state, attempts, deleted_at, check_at, linked_at, released_at`
+  state, attempts, deleted_at, check_at, linked_at, released_at, sha256`
 
 // objectRow is a row of objects with what retention needs beside the
 // ledger.StoredObject.
@@ -42,28 +42,33 @@ func scanObject(r rowScanner) (*objectRow, error) {
 		o                                        objectRow
 		stored, deleted, check, linked, released timeCol
 		state                                    string
+		sum                                      nullStr
 	)
 	err := r.Scan(&o.Bucket, &o.Key, &o.VersionID, &o.Size, &o.ETag, &o.ContentType, &stored,
-		&state, &o.Attempts, &deleted, &check, &linked, &released)
+		&state, &o.Attempts, &deleted, &check, &linked, &released, &sum)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ledger.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
-	o.State = ledger.ObjectState(state)
+	o.State, o.SHA256 = ledger.ObjectState(state), string(sum)
 	o.StoredAt, o.DeletedAt = stored.T, deleted.ptr()
 	o.checkAt, o.linkedAt, o.released = check.T, linked.T, released.T
 	return &o, nil
 }
 
-// RecordObject records a version the gateway stored, as stored. A version
-// recorded before (version "null" of a bucket without versioning, written
-// again) starts over with o's size and ETag, whatever its state was.
-// Errors: ErrInvalid, ErrUnavailable.
+// RecordObject records a version the gateway stored, as stored, with the
+// SHA-256 its upload computed. A version recorded before (version "null"
+// of a bucket without versioning, written again) starts over with o's
+// size, ETag and digest, whatever its state was. Errors: ErrInvalid,
+// ErrUnavailable.
 func (s *DB) RecordObject(ctx context.Context, o ledger.Object) error {
 	if o.Key == "" || o.VersionID == "" || o.Size < 0 || len(o.Bucket) > 255 || len(o.ETag) > 255 || len(o.ContentType) > 255 {
 		return fmt.Errorf("%w: an object version needs a key, a version id and a size", ledger.ErrInvalid)
+	}
+	if o.SHA256 != "" && !ledger.ValidSHA256(o.SHA256) {
+		return fmt.Errorf("%w: sha256 must be 64 lowercase hex digits", ledger.ErrInvalid)
 	}
 	now := s.t(s.now())
 	h := versionHash(o)
@@ -71,14 +76,14 @@ func (s *DB) RecordObject(ctx context.Context, o ledger.Object) error {
 		// check_at = stored_at: retention looks at a new version at once
 		// and then schedules it (see ClaimDeletions).
 		_, err := tx.ExecContext(ctx, `INSERT INTO objects (version_hash, bucket, object_key, version_id, size, etag,
-  content_type, stored_at, state, check_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'stored', ?)`,
-			h, o.Bucket, o.Key, o.VersionID, o.Size, o.ETag, o.ContentType, now, now)
+  content_type, stored_at, state, check_at, sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'stored', ?, ?)`,
+			h, o.Bucket, o.Key, o.VersionID, o.Size, o.ETag, o.ContentType, now, now, orNull(o.SHA256))
 		if err == nil || !s.d.IsDuplicate(err) {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE objects SET size = ?, etag = ?, content_type = ?, stored_at = ?,
-  state = 'stored', check_at = ?, decided_at = NULL, attempts = 0, last_error = NULL, deleted_at = NULL
-WHERE version_hash = ?`, o.Size, o.ETag, o.ContentType, now, now, h)
+  state = 'stored', check_at = ?, decided_at = NULL, attempts = 0, last_error = NULL, deleted_at = NULL, sha256 = ?
+WHERE version_hash = ?`, o.Size, o.ETag, o.ContentType, now, now, orNull(o.SHA256), h)
 		return err
 	})
 }
@@ -103,24 +108,37 @@ func (s *DB) StoredObject(ctx context.Context, bucket, key, versionID string) (*
 // either committed first (and the state says so here) or waits for this
 // transaction and then finds the new link. A version the gateway did not
 // store has no row and is not its business.
-func (s *DB) pinStored(ctx context.Context, tx *sql.Tx, o ledger.Object, now any) error {
+//
+// It returns the SHA-256 the upload recorded ("" for none), when the
+// version is still what was recorded (size and ETag): S3's "null" version
+// of a bucket without versioning may have been written over by another
+// writer since, and its digest is then not known here.
+func (s *DB) pinStored(ctx context.Context, tx *sql.Tx, o ledger.Object, now any) (string, error) {
 	h := versionHash(o)
 	res, err := tx.ExecContext(ctx, `UPDATE objects SET linked_at = ? WHERE version_hash = ? AND state = 'stored'`, now, h)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if n, err := affected(res); err != nil || n > 0 {
-		return err
+	if n, err := affected(res); err != nil {
+		return "", err
+	} else if n > 0 {
+		var sum nullStr
+		err := tx.QueryRowContext(ctx, `SELECT sha256 FROM objects WHERE version_hash = ? AND size = ? AND etag = ?`,
+			h, o.Size, o.ETag).Scan(&sum)
+		if isNoRows(err) {
+			return "", nil
+		}
+		return string(sum), err
 	}
 	var state string
 	err = tx.QueryRowContext(ctx, `SELECT state FROM objects WHERE version_hash = ?`, h).Scan(&state)
 	switch {
 	case isNoRows(err):
-		return nil
+		return "", nil
 	case err != nil:
-		return err
+		return "", err
 	}
-	return fmt.Errorf("%w: %s@%s is %s", ledger.ErrObjectDeleted, o.Key, o.VersionID, state)
+	return "", fmt.Errorf("%w: %s@%s is %s", ledger.ErrObjectDeleted, o.Key, o.VersionID, state)
 }
 
 // BeginDeletion marks a version the gateway stored deleting when nothing
@@ -238,7 +256,7 @@ func (s *DB) FinishDeletion(ctx context.Context, d ledger.Deletion, failure erro
 				o := d.Object
 				return s.enqueue(ctx, tx, ledger.Event{Type: ledger.EventObjectDeleted, Timestamp: now, Data: ledger.EventData{
 					Object: &ledger.EventObject{Bucket: o.Bucket, Key: o.Key, VersionID: o.VersionID, Size: o.Size,
-						ETag: o.ETag, ContentType: o.ContentType}}})
+						ETag: o.ETag, ContentType: o.ContentType, SHA256: ledger.OrNull(o.SHA256)}}})
 			}
 		} else {
 			retry := ledger.DeletionBackoff(d.Attempts + 1)

@@ -86,6 +86,7 @@ func linkEvent(typ string, l *ledger.Link, at time.Time) ledger.Event {
 		Object: &ledger.EventObject{
 			Bucket: l.Object.Bucket, Key: l.Object.Key, VersionID: l.Object.VersionID,
 			Size: l.Object.Size, ETag: l.Object.ETag, ContentType: l.Object.ContentType,
+			SHA256: ledger.OrNull(l.Object.SHA256),
 		},
 	}}
 }
@@ -117,16 +118,17 @@ func (s *DB) enqueueClaim(ctx context.Context, tx *sql.Tx, g *ledger.Grant, mint
 	var (
 		allowance, remaining int
 		expires              timeCol
-		account              nullStr
+		account, sum         nullStr
 	)
-	err := tx.QueryRowContext(ctx, `SELECT allowance, remaining, expires_at, account_id FROM links WHERE id = ?`,
-		g.LinkID).Scan(&allowance, &remaining, &expires, &account)
+	err := tx.QueryRowContext(ctx, `SELECT allowance, remaining, expires_at, account_id, sha256 FROM links WHERE id = ?`,
+		g.LinkID).Scan(&allowance, &remaining, &expires, &account, &sum)
 	if err != nil {
 		return err
 	}
 	evs := []ledger.Event{{Type: ledger.EventGrantCreated, Timestamp: g.CreatedAt, Data: ledger.EventData{
 		LinkID: g.LinkID, GrantID: g.ID, SessionID: g.SessionID, AccountID: g.AccountID, Client: g.Client,
 		Kind: g.Kind, Downloads: ptr(allowance), Remaining: ptr(remaining), ExpiresAt: &expires.T,
+		SHA256: string(sum),
 	}}}
 	if mint != nil {
 		// The session is bound to the link's account, not the caller's
@@ -152,19 +154,19 @@ func (s *DB) enqueueRefund(ctx context.Context, tx *sql.Tx, grantID string) erro
 		return nil
 	}
 	var (
-		d                    ledger.EventData
-		account, session     nullStr
-		allowance, remaining int
-		expires, at          timeCol
+		d                     ledger.EventData
+		account, session, sum nullStr
+		allowance, remaining  int
+		expires, at           timeCol
 	)
 	err := tx.QueryRowContext(ctx, `SELECT g.link_id, g.account_id, g.client, g.kind, g.session_id,
-  g.refunded_at, l.allowance, l.remaining, l.expires_at
+  g.refunded_at, l.allowance, l.remaining, l.expires_at, l.sha256
 FROM grants g JOIN links l ON l.id = g.link_id WHERE g.id = ?`, grantID).Scan(
-		&d.LinkID, &account, &d.Client, &d.Kind, &session, &at, &allowance, &remaining, &expires)
+		&d.LinkID, &account, &d.Client, &d.Kind, &session, &at, &allowance, &remaining, &expires, &sum)
 	if err != nil {
 		return err
 	}
-	d.GrantID, d.AccountID, d.SessionID = grantID, string(account), string(session)
+	d.GrantID, d.AccountID, d.SessionID, d.SHA256 = grantID, string(account), string(session), string(sum)
 	d.Downloads, d.Remaining, d.ExpiresAt = ptr(allowance), ptr(remaining), &expires.T
 	return s.enqueue(ctx, tx, ledger.Event{Type: ledger.EventGrantRefunded, Timestamp: at.T, Data: d})
 }

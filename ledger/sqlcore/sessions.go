@@ -14,20 +14,20 @@ import (
 const sessionColumns = `s.id, s.token_hash, s.link_id, s.grant_id, s.account_id, s.bucket,
   s.object_key, s.version_id, s.size, s.etag, s.content_type, s.last_modified, s.filename,
   s.byte_budget, s.bytes_drawn, s.max_concurrency, s.expires_at, s.revoked_at, s.ended_at,
-  s.created_at, l.revoked_at`
+  s.created_at, l.revoked_at, s.sha256`
 
 const sessionFrom = ` FROM sessions s JOIN links l ON l.id = s.link_id`
 
 func scanSession(r rowScanner) (*ledger.Session, error) {
 	var (
 		x                                                   ledger.Session
-		account                                             nullStr
+		account, sum                                        nullStr
 		lastMod, expires, revoked, ended, at, linkRevokedAt timeCol
 	)
 	err := r.Scan(&x.ID, &x.TokenHash, &x.LinkID, &x.GrantID, &account, &x.Object.Bucket,
 		&x.Object.Key, &x.Object.VersionID, &x.Object.Size, &x.Object.ETag, &x.Object.ContentType,
 		&lastMod, &x.Filename, &x.ByteBudget, &x.BytesDrawn, &x.MaxConcurrency, &expires,
-		&revoked, &ended, &at, &linkRevokedAt)
+		&revoked, &ended, &at, &linkRevokedAt, &sum)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ledger.ErrNotFound
 	}
@@ -35,7 +35,7 @@ func scanSession(r rowScanner) (*ledger.Session, error) {
 		return nil, err
 	}
 	x.AccountID = string(account)
-	x.Object.LastModified = lastMod.T
+	x.Object.LastModified, x.Object.SHA256 = lastMod.T, string(sum)
 	x.ExpiresAt, x.RevokedAt, x.EndedAt, x.CreatedAt = expires.T, revoked.ptr(), ended.ptr(), at.T
 	x.LinkRevokedAt = linkRevokedAt.ptr()
 	return &x, nil
@@ -117,9 +117,9 @@ VALUES (?, ?, ?, ?, {now})`), req.Claim.LinkID, req.Claim.AccountID, k, req.Sess
 			// anonymous whoever minted it (SPEC §5).
 			_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, token_hash, link_id, grant_id, account_id,
   bucket, object_key, version_id, size, etag, content_type, last_modified, filename,
-  byte_budget, bytes_drawn, max_concurrency, expires_at, created_at)
+  byte_budget, bytes_drawn, max_concurrency, expires_at, created_at, sha256)
 SELECT ?, ?, id, ?, account_id, bucket, object_key, version_id, size, etag, content_type, last_modified,
-  filename, ?, 0, ?, ?, ? FROM links WHERE id = ?`,
+  filename, ?, 0, ?, ?, ?, sha256 FROM links WHERE id = ?`,
 				req.SessionID, req.TokenHash, g.ID, req.ByteBudget,
 				req.MaxConcurrency, s.t(req.ExpiresAt), s.t(now), req.Claim.LinkID)
 			if err != nil {
