@@ -47,6 +47,9 @@ type LinkObject struct {
 	Size        int64  `json:"size"`
 	ETag        string `json:"etag"`
 	ContentType string `json:"content_type"`
+	// SHA256 is the version's hex SHA-256, "" when the gateway does not
+	// know it (SPEC §10); downloads carry it as Repr-Digest and Digest.
+	SHA256 string `json:"sha256"`
 }
 
 // Link is the admin API's view of a link. RevokedAt, Grants and
@@ -81,6 +84,8 @@ type Object struct {
 	VersionID string `json:"version_id"`
 	Size      int64  `json:"size"`
 	ETag      string `json:"etag"`
+	// SHA256 is the hex SHA-256 the gateway computed while storing it.
+	SHA256 string `json:"sha256"`
 }
 
 // allowanceRequest is the body of POST /v1/links/{id}/allowance.

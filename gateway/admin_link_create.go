@@ -66,6 +66,8 @@ type objectBody struct {
 	Size        int64  `json:"size"`
 	ETag        string `json:"etag"`
 	ContentType string `json:"content_type,omitempty"`
+	// SHA256 is the version's hex SHA-256 (SPEC §10), null when unknown.
+	SHA256 *string `json:"sha256"`
 }
 
 func (s *Server) linkBody(l *ledger.Link) linkBody {
@@ -77,7 +79,7 @@ func (s *Server) linkBody(l *ledger.Link) linkBody {
 		ExpiresAt: rfc3339(l.ExpiresAt), CreatedAt: rfc3339(l.CreatedAt), Delivery: l.Delivery, Confirm: l.Confirm,
 		Filename: l.Filename,
 		Object: objectBody{Bucket: l.Object.Bucket, Key: l.Object.Key, VersionID: l.Object.VersionID,
-			Size: l.Object.Size, ETag: l.Object.ETag, ContentType: l.Object.ContentType},
+			Size: l.Object.Size, ETag: l.Object.ETag, ContentType: l.Object.ContentType, SHA256: ledger.OrNull(l.Object.SHA256)},
 	}
 	if l.AccountID != "" {
 		b.AccountID = &l.AccountID
@@ -143,7 +145,7 @@ func (s *Server) handleCreateLink(w http.ResponseWriter, r *http.Request) {
 	l := &ledger.Link{
 		ID: id, TokenHash: token.Hash(s.keys.Derive(token.Link, id)),
 		Object: ledger.Object{Bucket: v.Bucket, Key: v.Key, VersionID: v.VersionID, Size: v.Size, ETag: v.ETag,
-			ContentType: v.ContentType, LastModified: v.LastModified},
+			ContentType: v.ContentType, LastModified: v.LastModified, SHA256: v.SHA256},
 		Filename: cleanFilename(filename), AccountID: req.AccountID, Allowance: req.Downloads, Remaining: req.Downloads,
 		ExpiresAt: expires, Delivery: req.Delivery, Confirm: req.Confirm, IdempotencyKey: key,
 	}

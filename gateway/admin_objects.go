@@ -27,7 +27,7 @@ const storeDeleteTimeout = 30 * time.Second
 // retention would ever remove. It reports whether the upload may answer.
 func (s *Server) recordStored(w http.ResponseWriter, r *http.Request, v storage.Version) bool {
 	err := s.Ledger.RecordObject(r.Context(), ledger.Object{Bucket: v.Bucket, Key: v.Key, VersionID: v.VersionID,
-		Size: v.Size, ETag: v.ETag, ContentType: v.ContentType})
+		Size: v.Size, ETag: v.ETag, ContentType: v.ContentType, SHA256: v.SHA256})
 	if err == nil {
 		return true
 	}
@@ -142,7 +142,7 @@ func (s *Server) handleDeleteObject(w http.ResponseWriter, r *http.Request) {
 func (s *Server) deleteVersion(ctx context.Context, deleter storage.Deleter, d ledger.Deletion) error {
 	o := d.Object
 	err := deleter.Delete(ctx, storage.Version{Bucket: o.Bucket, Key: o.Key, VersionID: o.VersionID, Size: o.Size,
-		ETag: o.ETag, ContentType: o.ContentType})
+		ETag: o.ETag, ContentType: o.ContentType, SHA256: o.SHA256})
 	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrChanged) {
 		s.log.InfoContext(ctx, "object version already gone from the store", "key", o.Key, "version_id", o.VersionID, "err", err)
 		err = nil
@@ -193,6 +193,7 @@ func (s *Server) handlePutObject(w http.ResponseWriter, r *http.Request) {
 	if !s.recordStored(w, r, v) {
 		return
 	}
-	s.log.InfoContext(r.Context(), "object stored", "key", v.Key, "version_id", v.VersionID, "bytes", v.Size)
-	writeJSON(w, http.StatusCreated, objectBody{Bucket: v.Bucket, Key: v.Key, VersionID: v.VersionID, Size: v.Size, ETag: v.ETag, ContentType: v.ContentType})
+	s.log.InfoContext(r.Context(), "object stored", "key", v.Key, "version_id", v.VersionID, "bytes", v.Size, "sha256", v.SHA256)
+	writeJSON(w, http.StatusCreated, objectBody{Bucket: v.Bucket, Key: v.Key, VersionID: v.VersionID, Size: v.Size, ETag: v.ETag,
+		ContentType: v.ContentType, SHA256: ledger.OrNull(v.SHA256)})
 }

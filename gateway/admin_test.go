@@ -221,7 +221,8 @@ func TestShowLinkReportsItsState(t *testing.T) {
 	}
 	want := linkJSON{ID: l.ID, URL: l.URL, NamedURL: l.NamedURL, Token: l.Token, Downloads: 3, Remaining: 3,
 		ExpiresAt: h.Clock.Now().Add(600 * time.Second).Format(time.RFC3339Nano), Delivery: "stream", Filename: "State.zip",
-		Object:  objectJSON{Bucket: obj.Bucket, Key: "state.bin", VersionID: obj.VersionID, Size: 2 << 20, ETag: obj.ETag, ContentType: "application/zip"},
+		Object: objectJSON{Bucket: obj.Bucket, Key: "state.bin", VersionID: obj.VersionID, Size: 2 << 20, ETag: obj.ETag, ContentType: "application/zip",
+			SHA256: obj.SHA256},
 		Session: sessionParams{TTL: 3600, ByteBudget: 4 << 20, MaxConcurrency: 4}}
 	if got := l; !linksEqual(got, want) {
 		t.Errorf("created link = %+v\nwant %+v", got, want)

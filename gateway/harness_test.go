@@ -211,6 +211,7 @@ type objectJSON struct {
 	Size        int64  `json:"size"`
 	ETag        string `json:"etag"`
 	ContentType string `json:"content_type"`
+	SHA256      string `json:"sha256"` // "" for null
 }
 
 // linkJSON is a link as the admin API shows it.

@@ -307,7 +307,7 @@ func (s *Server) answerWithoutClaim(w http.ResponseWriter, r *http.Request, l *l
 	case l.Confirm:
 		pages.WriteLanding(w, r, pages.Landing{File: s.pageFile(l.Filename, l.Object, l.ExpiresAt)})
 	default:
-		s.objectHeaders(w, l.Object, l.Filename)
+		s.objectHeaders(w, r, l.Object, l.Filename)
 		w.Header().Set("Accept-Ranges", "none")
 		w.WriteHeader(http.StatusOK)
 	}
@@ -357,7 +357,8 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, l *ledger.L
 	}
 	defer body.Close()
 	defer putBuf(first)
-	s.objectHeaders(w, l.Object, l.Filename)
+	body = s.checkWhole(r.Context(), body, l.Object, attrs)
+	s.objectHeaders(w, r, l.Object, l.Filename)
 	w.Header().Set("Accept-Ranges", "none")
 	w.WriteHeader(http.StatusOK)
 	s.metrics.streaming.Inc()
@@ -386,8 +387,9 @@ func (s *Server) refundFor(r *http.Request, g *ledger.Grant, cause string, attrs
 	return true
 }
 
-// objectHeaders sets the representation headers of o (SPEC §3 step 5).
-func (s *Server) objectHeaders(w http.ResponseWriter, o ledger.Object, filename string) {
+// objectHeaders sets the representation headers of o (SPEC §3 step 5),
+// its digests among them as r accepts them (digest.go).
+func (s *Server) objectHeaders(w http.ResponseWriter, r *http.Request, o ledger.Object, filename string) {
 	h := w.Header()
 	ct := o.ContentType
 	if ct == "" || strings.ContainsAny(ct, "\r\n") {
@@ -405,11 +407,12 @@ func (s *Server) objectHeaders(w http.ResponseWriter, o ledger.Object, filename 
 		filename = o.Key
 	}
 	h.Set("Content-Disposition", ContentDisposition(filename))
+	setDigests(h, r, o.SHA256)
 }
 
 func versionOf(o ledger.Object) storage.Version {
 	return storage.Version{Bucket: o.Bucket, Key: o.Key, VersionID: o.VersionID, Size: o.Size,
-		ETag: o.ETag, ContentType: o.ContentType, LastModified: o.LastModified}
+		ETag: o.ETag, ContentType: o.ContentType, LastModified: o.LastModified, SHA256: o.SHA256}
 }
 
 // errShortBody is a store breaking its promise of the pinned size: a

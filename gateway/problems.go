@@ -144,7 +144,7 @@ type problemBody struct {
 // us, never err.Error(): error strings can carry paths, hosts or SQL.
 func writeProblem(w http.ResponseWriter, r *http.Request, p problem, detail string) {
 	h := w.Header()
-	for _, k := range []string{"Content-Disposition", "Content-Range", "ETag", "Last-Modified", "Content-Encoding"} {
+	for _, k := range []string{"Content-Disposition", "Content-Range", "ETag", "Last-Modified", "Content-Encoding", "Repr-Digest", "Digest"} {
 		// RFC 9110 §15.5.17: a 416 carries "Content-Range: bytes */SIZE",
 		// set by the caller; it describes the representation, not this body.
 		if k == "Content-Range" && p.Status == http.StatusRequestedRangeNotSatisfiable {

@@ -73,7 +73,7 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	s.objectHeaders(w, x.Object, x.Filename)
+	s.objectHeaders(w, r, x.Object, x.Filename)
 	h := w.Header()
 	h.Set("Accept-Ranges", "bytes")
 	status := http.StatusOK
@@ -151,6 +151,10 @@ func (s *Server) serveRanges(w http.ResponseWriter, r *http.Request, x *ledger.S
 		return
 	}
 	defer putBuf(first)
+	if len(ranges) == 1 && ranges[0].Start == 0 && ranges[0].Length == x.Object.Size {
+		// The whole object: checked against its digest (digest.go).
+		opened = s.checkWhole(r.Context(), opened, x.Object, attrs)
+	}
 	var body io.ReadCloser = opened
 	if len(first) > 0 {
 		body = &prefixed{first: first, ReadCloser: opened}

@@ -1,0 +1,194 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/storage"
+)
+
+// Digests of the representation (SPEC §3, §10): the SHA-256 of the whole
+// pinned version, recorded when the gateway stored it or taken from the
+// store's own full-object checksum, goes out in two fields, for two
+// generations of clients:
+//
+//   - Repr-Digest: sha-256=:BASE64: (RFC 9530 §3), a Dictionary of Byte
+//     Sequences; the digest of the whole representation, so the same on a
+//     200, a 206 and a multipart/byteranges answer (§3: "the
+//     representation data", not the content of this message).
+//   - Digest: SHA-256=BASE64 (RFC 3230 §4.3.2, SHA-256 from RFC 5843),
+//     obsoleted by RFC 9530 but what aria2c checks a finished file
+//     against.
+//
+// Both are sent unless the request says SHA-256 is not acceptable
+// (Want-Repr-Digest: sha-256=0, Want-Digest: SHA-256;q=0). A preference
+// for an algorithm the gateway does not have changes nothing: RFC 9530 §4
+// makes preferences hints, "it is not a protocol error if preferences
+// are ignored", and nothing is ever refused because of them.
+
+// setDigests sets Repr-Digest and Digest on h for a representation whose
+// hex SHA-256 is sum, as the request r accepts them; for an unknown
+// digest ("", or anything but 64 hex digits) it sets neither.
+func setDigests(h http.Header, r *http.Request, sum string) {
+	raw, err := hex.DecodeString(sum)
+	if err != nil || len(raw) != sha256.Size {
+		return
+	}
+	b64 := base64.StdEncoding.EncodeToString(raw)
+	if acceptsReprDigest(r.Header.Values("Want-Repr-Digest")) {
+		h.Set("Repr-Digest", "sha-256=:"+b64+":")
+	}
+	if acceptsDigest(r.Header.Values("Want-Digest")) {
+		h.Set("Digest", "SHA-256="+b64)
+	}
+}
+
+// acceptsReprDigest reports whether Want-Repr-Digest (RFC 9530 §4) lets
+// sha-256 be sent: unless it is a valid Dictionary whose sha-256 member
+// is the Integer 0, "not acceptable". A field that does not parse is a
+// field not sent.
+func acceptsReprDigest(values []string) bool {
+	if len(values) == 0 {
+		return true
+	}
+	d, err := sfDictionary(values)
+	if err != nil {
+		return true
+	}
+	pref, ok := d["sha-256"]
+	return !ok || pref.kind != sfInteger || pref.integer != 0
+}
+
+// acceptsDigest reports whether Want-Digest (RFC 3230 §4.3.1:
+// #(digest-algorithm [ ";q=" qvalue ]), algorithm names
+// case-insensitive) lets SHA-256 be sent: unless SHA-256 is listed with
+// qvalue 0. An element with a qvalue that does not parse says nothing.
+func acceptsDigest(values []string) bool {
+	for _, v := range values {
+		for _, elem := range strings.Split(v, ",") {
+			name, params, _ := strings.Cut(elem, ";")
+			if !strings.EqualFold(strings.TrimSpace(name), "SHA-256") {
+				continue
+			}
+			k, q, _ := strings.Cut(strings.TrimSpace(params), "=")
+			if !strings.EqualFold(strings.TrimSpace(k), "q") {
+				continue
+			}
+			if f, err := strconv.ParseFloat(strings.TrimSpace(q), 64); err == nil && f == 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// checkWhole returns body, a whole version o read from the start, so
+// that its bytes are hashed on their way out when the store hands out a
+// local file (storage.Filer, the fs store) and o's digest is known: a
+// version whose bytes no longer match is then never served as complete.
+// Before the slice that holds its last bytes is sent, the digest of all
+// of them is compared with o's; on a mismatch that slice is held back
+// (errDigestMismatch: the response ends short of its Content-Length) and
+// the mismatch is logged at error with the version and attrs. copyN still
+// sends each slice with sendfile: the check reads the same slice of the
+// file first (checkedFile.next). Anything else, an S3 body spliced from
+// socket to socket among them, is returned as it is.
+func (s *Server) checkWhole(ctx context.Context, body io.ReadCloser, o ledger.Object, attrs []any) io.ReadCloser {
+	want, err := hex.DecodeString(o.SHA256)
+	filer, local := body.(storage.Filer)
+	if !local || err != nil || len(want) != sha256.Size || o.Size == 0 {
+		return body
+	}
+	f := filer.File()
+	start, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return body
+	}
+	return &checkedFile{body: body, f: f, h: sha256.New(), want: want, off: start, end: start + o.Size,
+		mismatch: func(got []byte) {
+			s.log.ErrorContext(ctx, "stored object does not match its SHA-256; response cut short",
+				append(attrs, "bucket", o.Bucket, "key", o.Key, "version_id", o.VersionID,
+					"want_sha256", o.SHA256, "got_sha256", hex.EncodeToString(got))...)
+		}}
+}
+
+// errDigestMismatch ends a response whose stored bytes do not hash to
+// the version's recorded SHA-256: a storage failure, as a short body is.
+var errDigestMismatch = fmt.Errorf("gateway: stored object does not match its SHA-256: %w", storage.ErrChanged)
+
+// checkedFile is checkWhole's body: the file's bytes are hashed either as
+// Read hands them out, or, ahead of sendfile, by next; each byte once.
+type checkedFile struct {
+	body     io.ReadCloser // the store's, a storage.Filer
+	f        *os.File
+	h        hash.Hash
+	want     []byte
+	off, end int64 // file offsets: the next byte to hash, the version's end
+	failed   bool
+	mismatch func(got []byte)
+}
+
+var _ storage.Filer = (*checkedFile)(nil)
+
+func (c *checkedFile) File() *os.File { return c.f }
+func (c *checkedFile) Close() error   { return c.body.Close() }
+
+func (c *checkedFile) Read(p []byte) (int, error) {
+	if c.failed {
+		return 0, errDigestMismatch
+	}
+	n, err := c.body.Read(p)
+	c.h.Write(p[:n])
+	c.off += int64(n)
+	if n > 0 {
+		if verr := c.verdict(); verr != nil {
+			return 0, verr // the last bytes, held back
+		}
+	}
+	return n, err
+}
+
+// next hashes the n bytes of the file from its current position, which
+// the caller sends next without reading them (sendfile): an error means
+// they must not be sent.
+func (c *checkedFile) next(n int64) error {
+	if c.failed {
+		return errDigestMismatch
+	}
+	buf := getBuf()
+	defer putBuf(buf)
+	for left := min(n, c.end-c.off); left > 0; {
+		k, err := c.f.ReadAt(buf[:min(left, int64(len(buf)))], c.off)
+		c.h.Write(buf[:k])
+		c.off += int64(k)
+		left -= int64(k)
+		if err != nil && left > 0 {
+			return errShortBody
+		}
+	}
+	return c.verdict()
+}
+
+// verdict compares the digest once every byte of the version is hashed.
+func (c *checkedFile) verdict() error {
+	if c.off < c.end {
+		return nil
+	}
+	if got := c.h.Sum(nil); !bytes.Equal(got, c.want) {
+		c.failed = true
+		c.mismatch(got)
+		return errDigestMismatch
+	}
+	return nil
+}
