@@ -333,12 +333,12 @@ func (c *linksCommand) upload(ctx context.Context, cl *client.Client, path strin
 	if err != nil {
 		return client.Object{}, fmt.Errorf("uploading %s: %w", path, err)
 	}
-	fmt.Fprintf(c.main.Stderr, "uploaded %s as %q (%d bytes, version %s)\n", path, obj.Key, obj.Size, obj.VersionID)
+	fmt.Fprintf(c.main.Stderr, "uploaded %s as %q (%d bytes, version %s, sha256 %s)\n", path, obj.Key, obj.Size, obj.VersionID, orNone(obj.SHA256))
 	return obj, nil
 }
 
 func (c *linksCommand) show(ctx context.Context, args []string) error {
-	sc := c.main.subcommand("links show", "Usage: gateway links show ID\n\nPrints the link as JSON: remaining downloads, revocation, grants by status,\nactive sessions.")
+	sc := c.main.subcommand("links show", "Usage: gateway links show ID\n\nPrints the link as JSON: remaining downloads, revocation, grants by status,\nactive sessions, and its object with the version's sha256 (null when unknown).")
 	pos, helped, err := sc.parse(args)
 	if helped {
 		return nil
@@ -542,4 +542,12 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// orNone is s, or "none" for a value the gateway does not know.
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

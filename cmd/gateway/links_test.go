@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -76,10 +77,14 @@ func (f *fakeAdmin) respondWith(status int, ctype, answer string) {
 	f.Respond = func(*http.Request, []byte) (int, string, string) { return status, ctype, answer }
 }
 
+// helloSHA256 is the SHA-256 of "hello, world\n".
+const helloSHA256 = "853ff93762a06ddbf722c4ebe9ddd66d8f63ddaea97f521c3ecc20da7c976020"
+
 // linkAnswer is the link every successful link call returns.
 const linkAnswer = `{"id":"` + testLinkID + `","url":"` + testURL + `","named_url":"` + testURL + `/hello.txt","token":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",` +
 	`"downloads":3,"remaining":5,"expires_at":"2030-01-02T03:04:05Z","delivery":"stream","account_id":null,` +
-	`"object":{"bucket":"default","key":"hello.txt","version_id":"v-7","size":13,"etag":"\"e\"","content_type":"text/plain"},` +
+	`"object":{"bucket":"default","key":"hello.txt","version_id":"v-7","size":13,"etag":"\"e\"","content_type":"text/plain",` +
+	`"sha256":"` + helloSHA256 + `"},` +
 	`"revoked_at":null,"grants":{"granted":1},"active_sessions":0}`
 
 func answerLikeTheGateway(r *http.Request, body []byte) (int, string, string) {
@@ -87,7 +92,7 @@ func answerLikeTheGateway(r *http.Request, body []byte) (int, string, string) {
 	case r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v1/objects/"):
 		key := strings.TrimPrefix(r.URL.Path, "/v1/objects/")
 		return http.StatusCreated, "application/json",
-			fmt.Sprintf(`{"bucket":"default","key":%q,"version_id":"v-7","size":%d,"etag":"\"e\""}`, key, len(body))
+			fmt.Sprintf(`{"bucket":"default","key":%q,"version_id":"v-7","size":%d,"etag":"\"e\"","sha256":"%x"}`, key, len(body), sha256.Sum256(body))
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/links":
 		return http.StatusCreated, "application/json", linkAnswer
 	case strings.HasPrefix(r.URL.Path, "/v1/links/"+testLinkID):
@@ -173,7 +178,7 @@ func TestLinksCreate(t *testing.T) {
 				createdAs(`{"object":{"key":"hello.txt","bucket":"default","version_id":"v-7"},"downloads":3,"expires_in":86400,` +
 					`"filename":"hello.txt","delivery":"stream"}`),
 			},
-			wantStderr: fmt.Sprintf("uploaded %s as \"hello.txt\" (13 bytes, version v-7)\n", hello),
+			wantStderr: fmt.Sprintf("uploaded %s as \"hello.txt\" (13 bytes, version v-7, sha256 %s)\n", hello, helloSHA256),
 		},
 		{
 			name: "LocalFileKeepsExplicitFilename",

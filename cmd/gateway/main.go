@@ -141,6 +141,7 @@ Usage:
   gateway links revoke ID
   gateway links top-up ID N [--reason R]
   gateway objects delete KEY --version V [--force]
+  gateway objects digest --all [flags]
   gateway version
 
 Run 'gateway help COMMAND' for a command's flags.

@@ -5,19 +5,22 @@ import (
 	"fmt"
 )
 
-// objectsCommand administers the object versions the gateway stored,
-// through the admin API.
+// objectsCommand administers the object versions the gateway stored:
+// delete through the admin API, digest on the gateway's own database and
+// store.
 type objectsCommand struct{ main *Main }
 
-// Run dispatches to delete.
+// Run dispatches to delete or digest.
 func (c *objectsCommand) Run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usagef("objects: missing subcommand (delete); run 'gateway help objects'")
+		return usagef("objects: missing subcommand (delete, digest); run 'gateway help objects'")
 	}
 	name, args := args[0], args[1:]
 	switch name {
 	case "delete":
 		return c.delete(ctx, args)
+	case "digest":
+		return c.digest(ctx, args)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(c.main.Stdout, objectsUsage)
 		return nil
@@ -28,11 +31,17 @@ func (c *objectsCommand) Run(ctx context.Context, args []string) error {
 
 const objectsUsage = `Usage:
   gateway objects delete KEY --version V [--force] [--bucket B]
+  gateway objects digest --all [serve's flags]
 
-Every objects command is a client of the admin API, found and authenticated
-like the links commands: --admin-url, else GATEWAY_ADMIN_URL, else
+objects delete is a client of the admin API, found and authenticated like
+the links commands: --admin-url, else GATEWAY_ADMIN_URL, else
 http:// + GATEWAY_ADMIN_LISTEN; --admin-token, else GATEWAY_ADMIN_TOKEN, else
 $GATEWAY_DATA_DIR/admin-token.
+
+objects digest --all computes the SHA-256 of the versions stored before the
+gateway computed digests, on the gateway's own database and store
+(configured as for serve), with a progress bar; it can be stopped and run
+again.
 
 The gateway deletes only versions it stored itself (links create FILE, or
 PUT /v1/objects); the sweeper also deletes them GATEWAY_OBJECT_RETENTION

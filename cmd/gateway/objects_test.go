@@ -95,7 +95,7 @@ func TestObjectsHelpAndDispatch(t *testing.T) {
 		{[]string{"help"}, 0, "", "gateway objects delete KEY --version V [--force]"},
 		{[]string{"help", "objects"}, 0, "", "GATEWAY_OBJECT_RETENTION"},
 		{[]string{"help", "objects", "delete"}, 0, "", "--force"},
-		{[]string{"objects"}, 2, "gateway: objects: missing subcommand (delete)", ""},
+		{[]string{"objects"}, 2, "gateway: objects: missing subcommand (delete, digest)", ""},
 		{[]string{"objects", "purge"}, 2, `gateway: objects: unknown subcommand "purge"`, ""},
 	}
 	for _, tt := range tests {

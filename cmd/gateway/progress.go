@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -30,8 +31,19 @@ func (m *Main) terminal(w io.Writer) bool {
 // rate, ETA) when stderr is a terminal; otherwise it returns body as is,
 // which keeps the *os.File the transport can sendfile from.
 func (m *Main) withProgress(body io.Reader, size int64, what string) (io.Reader, func()) {
+	bar, done := m.progressBar(size, what)
+	if bar == nil {
+		return body, done
+	}
+	r := progressbar.NewReader(body, bar)
+	return &r, done
+}
+
+// progressBar is a progress bar of size bytes on stderr (bytes, rate,
+// ETA), or nil when stderr is not a terminal; done finishes it (once).
+func (m *Main) progressBar(size int64, what string) (*progressbar.ProgressBar, func()) {
 	if !m.terminal(m.Stderr) {
-		return body, func() {}
+		return nil, func() {}
 	}
 	bar := progressbar.NewOptions64(size,
 		progressbar.OptionSetWriter(m.Stderr),
@@ -43,6 +55,6 @@ func (m *Main) withProgress(body io.Reader, size int64, what string) (io.Reader,
 		progressbar.OptionFullWidth(),
 		progressbar.OptionOnCompletion(func() { io.WriteString(m.Stderr, "\n") }), //nolint:errcheck // a terminal
 	)
-	r := progressbar.NewReader(body, bar)
-	return &r, func() { bar.Finish() } //nolint:errcheck // a terminal
+	var once sync.Once
+	return bar, func() { once.Do(func() { bar.Finish() }) } //nolint:errcheck // a terminal
 }
