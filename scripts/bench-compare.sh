@@ -7,13 +7,19 @@
 # net/http server does for the same requests), to tell the gateway's own
 # cost from net/http's. It starts a private MariaDB, versitygw, nginx and
 # the floor on 127.0.0.1 in temporary directories and stops them
-# afterwards.
+# afterwards. The TLS rows (bench/compare/tls_test.go) add nginx and the
+# gateway serving one test-made certificate, and a versitygw serving it
+# to a gateway that trusts it through GATEWAY_S3_CA.
 #
 #   scripts/bench-compare.sh            # about 4 minutes on 2 cores
 #   QUICK=1 scripts/bench-compare.sh    # about 1.5 minutes, 2 rounds
+#   QUICK=1 BENCH_ONLY=tls-h1,tls-h2,tls-ranges64k,s3-https,memory-https \
+#     scripts/bench-compare.sh          # the TLS rows alone, about 3.5 minutes
 #
-# Settings: QUICK=1; BENCH_ROUNDS=N; BENCH_PROFILE=0|1 (CPU profile of the
-# gateway on the S3 path; on by default, off with QUICK=1); BENCH_OUT=DIR
+# Settings: QUICK=1; BENCH_ROUNDS=N; BENCH_ONLY=ROW,… (fs, s3, claims,
+# refusals, ranges64k, ranges1m, unknown, memory, tls-h1, tls-h2,
+# tls-ranges64k, s3-https, memory-https); BENCH_PROFILE=0|1 (CPU profiles of the
+# gateway; on by default, off with QUICK=1); BENCH_OUT=DIR
 # (default a new directory under /tmp) receives the table as Markdown, the
 # log, the profile and its top functions.
 #

@@ -58,7 +58,8 @@ type plan struct {
 
 // runs reports whether any of the rows is to run: BENCH_ONLY is a
 // comma-separated list of fs, s3, claims, refusals, ranges64k, ranges1m, unknown,
-// memory.
+// memory, and the TLS rows (tls_test.go) tls-h1, tls-h2, tls-ranges64k,
+// s3-https, memory-https.
 func (p plan) runs(rows ...string) bool {
 	if len(p.only) == 0 {
 		return true
@@ -166,6 +167,7 @@ func BenchmarkCompare(b *testing.B) {
 	if p.runs("memory") {
 		rep.add(memRow)
 	}
+	e.tlsRows(b, rep)
 	if p.runs("ranges64k", "ranges1m", "unknown") {
 		rep.note("\nnet/http alone: bench/cmd/floor, a Go net/http server with a ServeMux and nothing else (no database, no logging): " +
 			"the gateway's 404 with its headers and a body of the same length, ranges of the same file through http.ServeContent (sendfile); " +
@@ -501,7 +503,7 @@ func (e *bench) profile(b *testing.B, g *gatewayProc, name, what string, load fu
 	go func() {
 		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", g.Admin, int(e.plan.profile.Seconds())), nil)
 		req.Header.Set("Authorization", "Bearer "+adminToken)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := adminClient.Do(req) // https for a gateway serving TLS
 		if err != nil {
 			done <- err
 			return

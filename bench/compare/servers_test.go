@@ -212,12 +212,16 @@ func startGateway(tb testing.TB, bin string, env map[string]string) *gatewayProc
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	g := &gatewayProc{Public: "http://" + pub, Admin: "http://" + adm, cmd: cmd, done: make(chan struct{}), log: logPath, env: vars}
+	scheme := "http://"
+	if vars["GATEWAY_TLS_CERT"] != "" { // both listeners then (tls_test.go)
+		scheme = "https://"
+	}
+	g := &gatewayProc{Public: scheme + pub, Admin: scheme + adm, cmd: cmd, done: make(chan struct{}), log: logPath, env: vars}
 	go func() { cmd.Wait(); close(g.done) }() //nolint:errcheck // seen through done
 	tb.Cleanup(g.stop)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err := http.Get(g.Admin + "/readyz")
+		resp, err := adminClient.Get(g.Admin + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -344,7 +348,7 @@ func (g *gatewayProc) newLinks(tb testing.TB, n int, key, fields string) []link 
 // mintSession claims l's download as a session and returns its URL.
 func (g *gatewayProc) mintSession(tb testing.TB, l link) string {
 	tb.Helper()
-	resp, err := http.Post(g.Public+"/d/"+l.Token+"/sessions", "", nil)
+	resp, err := adminClient.Post(g.Public+"/d/"+l.Token+"/sessions", "", nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
