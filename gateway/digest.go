@@ -7,12 +7,13 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"hash"
 	"io"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/storage"
@@ -94,16 +95,16 @@ func acceptsDigest(values []string) bool {
 }
 
 // checkWhole returns body, a whole version o read from the start, so
-// that its bytes are hashed on their way out when the store hands out a
-// local file (storage.Filer, the fs store) and o's digest is known: a
+// that its bytes are checked against o's digest when the store hands out
+// a local file (storage.Filer, the fs store) and the digest is known: a
 // version whose bytes no longer match is then never served as complete.
-// Before the slice that holds its last bytes is sent, the digest of all
-// of them is compared with o's; on a mismatch that slice is held back
-// (errDigestMismatch: the response ends short of its Content-Length) and
-// the mismatch is logged at error with the version and attrs. copyN still
-// sends each slice with sendfile: the check reads the same slice of the
-// file first (checkedFile.next). Anything else, an S3 body spliced from
-// socket to socket among them, is returned as it is.
+// The file is hashed from its start on a goroutine of its own while the
+// response goes out (sendfile still sends it: copyN), and the slice that
+// holds the version's last bytes waits for the verdict: on a mismatch it
+// is held back (errDigestMismatch, the response ends short of its
+// Content-Length) and the mismatch is logged at error with the version
+// and attrs. Anything else, an S3 body spliced from socket to socket
+// among them, is returned as it is.
 func (s *Server) checkWhole(ctx context.Context, body io.ReadCloser, o ledger.Object, attrs []any) io.ReadCloser {
 	want, err := hex.DecodeString(o.SHA256)
 	filer, local := body.(storage.Filer)
@@ -115,7 +116,8 @@ func (s *Server) checkWhole(ctx context.Context, body io.ReadCloser, o ledger.Ob
 	if err != nil {
 		return body
 	}
-	return &checkedFile{body: body, f: f, h: sha256.New(), want: want, off: start, end: start + o.Size,
+	return &checkedFile{body: body, f: f, want: want, start: start, end: start + o.Size, sent: start,
+		done: make(chan struct{}),
 		mismatch: func(got []byte) {
 			s.log.ErrorContext(ctx, "stored object does not match its SHA-256; response cut short",
 				append(attrs, "bucket", o.Bucket, "key", o.Key, "version_id", o.VersionID,
@@ -127,67 +129,109 @@ func (s *Server) checkWhole(ctx context.Context, body io.ReadCloser, o ledger.Ob
 // the version's recorded SHA-256: a storage failure, as a short body is.
 var errDigestMismatch = fmt.Errorf("gateway: stored object does not match its SHA-256: %w", storage.ErrChanged)
 
-// checkedFile is checkWhole's body: the file's bytes are hashed either as
-// Read hands them out, or, ahead of sendfile, by next; each byte once.
+// errUnchecked ends a response whose last bytes could not be checked:
+// reading the file for the hash failed.
+var errUnchecked = fmt.Errorf("gateway: stored object could not be read to check its SHA-256: %w", storage.ErrUnavailable)
+
+// checkedFile is checkWhole's body. Its bytes go out through File
+// (copyN's sendfile, which calls next before each slice) or Read; either
+// way, the last ones only once hash, on its own goroutine, has read and
+// hashed all of them and they match.
 type checkedFile struct {
-	body     io.ReadCloser // the store's, a storage.Filer
-	f        *os.File
-	h        hash.Hash
-	want     []byte
-	off, end int64 // file offsets: the next byte to hash, the version's end
-	failed   bool
-	mismatch func(got []byte)
+	body       io.ReadCloser // the store's, a storage.Filer
+	f          *os.File
+	want       []byte
+	start, end int64 // the version's bytes in the file
+	sent       int64 // file offset of the next byte the response sends
+	failed     bool
+	mismatch   func(got []byte)
+
+	once sync.Once
+	stop atomic.Bool
+	done chan struct{} // closed when hash returns, sum or err set
+	sum  []byte
+	err  error
 }
 
 var _ storage.Filer = (*checkedFile)(nil)
 
 func (c *checkedFile) File() *os.File { return c.f }
-func (c *checkedFile) Close() error   { return c.body.Close() }
+
+// Close stops the hash, if it runs, before the file is closed under it.
+func (c *checkedFile) Close() error {
+	c.stop.Store(true)
+	c.once.Do(func() { // never started: nothing to wait for
+		c.err = errUnchecked
+		close(c.done)
+	})
+	<-c.done
+	return c.body.Close()
+}
+
+// hash reads the version from the file (at its own offsets: the file's
+// position is sendfile's) and hashes it, until done or stopped.
+func (c *checkedFile) hash() {
+	defer close(c.done)
+	h := sha256.New()
+	buf := getBuf()
+	defer putBuf(buf)
+	for off := c.start; off < c.end; {
+		if c.stop.Load() {
+			c.err = errUnchecked
+			return
+		}
+		k, err := c.f.ReadAt(buf[:min(c.end-off, int64(len(buf)))], off)
+		h.Write(buf[:k])
+		off += int64(k)
+		if err != nil && off < c.end {
+			c.err = fmt.Errorf("%w: %w", errUnchecked, err)
+			return
+		}
+	}
+	c.sum = h.Sum(nil)
+}
+
+// next is called before the n bytes from the file's position are sent:
+// an error means they must not be.
+func (c *checkedFile) next(n int64) error {
+	c.once.Do(func() { go c.hash() })
+	if c.failed {
+		return errDigestMismatch
+	}
+	if c.sent+n >= c.end {
+		if err := c.verdict(); err != nil {
+			return err
+		}
+	}
+	c.sent += n
+	return nil
+}
 
 func (c *checkedFile) Read(p []byte) (int, error) {
+	c.once.Do(func() { go c.hash() })
 	if c.failed {
 		return 0, errDigestMismatch
 	}
 	n, err := c.body.Read(p)
-	c.h.Write(p[:n])
-	c.off += int64(n)
-	if n > 0 {
+	if n > 0 && c.sent+int64(n) >= c.end {
 		if verr := c.verdict(); verr != nil {
 			return 0, verr // the last bytes, held back
 		}
 	}
+	c.sent += int64(n)
 	return n, err
 }
 
-// next hashes the n bytes of the file from its current position, which
-// the caller sends next without reading them (sendfile): an error means
-// they must not be sent.
-func (c *checkedFile) next(n int64) error {
-	if c.failed {
-		return errDigestMismatch
-	}
-	buf := getBuf()
-	defer putBuf(buf)
-	for left := min(n, c.end-c.off); left > 0; {
-		k, err := c.f.ReadAt(buf[:min(left, int64(len(buf)))], c.off)
-		c.h.Write(buf[:k])
-		c.off += int64(k)
-		left -= int64(k)
-		if err != nil && left > 0 {
-			return errShortBody
-		}
-	}
-	return c.verdict()
-}
-
-// verdict compares the digest once every byte of the version is hashed.
+// verdict waits for the hash of every byte and compares it.
 func (c *checkedFile) verdict() error {
-	if c.off < c.end {
-		return nil
-	}
-	if got := c.h.Sum(nil); !bytes.Equal(got, c.want) {
+	<-c.done
+	if c.err != nil {
 		c.failed = true
-		c.mismatch(got)
+		return c.err
+	}
+	if !bytes.Equal(c.sum, c.want) {
+		c.failed = true
+		c.mismatch(c.sum)
 		return errDigestMismatch
 	}
 	return nil
