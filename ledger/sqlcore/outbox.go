@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -194,20 +195,20 @@ ORDER BY o.next_attempt_at, o.seq LIMIT ?`
 // outboxTx runs fn in one transaction for the deliverers' statements,
 // bounded by Timeout, with the sweeper's options (Dialect.SweepTx: READ
 // COMMITTED on MySQL, so no gap locks, and a claim's INSERT of a new
-// event never waits for a deliverer). A failure is not retried; the
-// deliverer comes back on its next round.
+// event never waits for a deliverer). A deadlock or lock-wait timeout is
+// run again like any transaction's (retry): deliverers that picked the
+// same candidates meet in their UPDATEs, which InnoDB may lock in the
+// order of different indexes. Any other failure is not retried, a failed
+// COMMIT included; the deliverer comes back on its next round.
 func (s *DB) outboxTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	tx, err := s.db.BeginTx(ctx, s.d.SweepTx)
-	if err != nil {
-		return s.classify(err)
+	err := s.retry(ctx, func() error { return s.tryTx(ctx, s.d.SweepTx, fn) })
+	var ce *commitError
+	if errors.As(err, &ce) {
+		err = ce.err
 	}
-	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
-	if err := fn(ctx, tx); err != nil {
-		return s.classify(err)
-	}
-	return s.classify(tx.Commit())
+	return s.classify(err)
 }
 
 // ClaimEvents leases up to limit due events to holder until now+lease:
