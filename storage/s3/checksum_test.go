@@ -128,3 +128,34 @@ func TestServerRefusesABodyDamagedOnTheWay(t *testing.T) {
 		t.Errorf("Stat(damaged uploads) = %v, want ErrNotFound: the server stored nothing", err)
 	}
 }
+
+func TestStatOfAForeignObjectReportsOnlyAFullObjectSHA256(t *testing.T) {
+	env := testenv.SharedS3(t)
+	st, bucket := MustStore(t, true)
+	c := env.Client()
+	data := []byte("put there by someone else")
+	sum := sha256.Sum256(data)
+	noSDKChecksum := func(o *awss3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }
+	for _, tt := range []struct {
+		key  string
+		in   awss3.PutObjectInput
+		want string
+	}{
+		{"with-sha256", awss3.PutObjectInput{ChecksumSHA256: aws.String(base64.StdEncoding.EncodeToString(sum[:]))}, storagetest.SHA256Hex(data)},
+		{"with-crc32", awss3.PutObjectInput{ChecksumAlgorithm: types.ChecksumAlgorithmCrc32}, ""},
+		{"without", awss3.PutObjectInput{}, ""},
+	} {
+		in := tt.in
+		in.Bucket, in.Key, in.Body = aws.String(bucket), aws.String(tt.key), bytes.NewReader(data)
+		opts := []func(*awss3.Options){}
+		if in.ChecksumAlgorithm == "" {
+			opts = append(opts, noSDKChecksum)
+		}
+		if _, err := c.PutObject(t.Context(), &in, opts...); err != nil {
+			t.Fatalf("PutObject(%s) = %v", tt.key, err)
+		}
+		if got := storagetest.MustStat(t, st, storage.Ref{Key: tt.key}); got.SHA256 != tt.want {
+			t.Errorf("Stat(%s) SHA256 = %q, want %q", tt.key, got.SHA256, tt.want)
+		}
+	}
+}
