@@ -8,8 +8,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"runtime"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/dlgate/dlgate/gateway"
 	"github.com/dlgate/dlgate/storage"
@@ -213,5 +217,167 @@ func TestConcurrencyCapAdmitsUpToMaxConcurrency(t *testing.T) {
 		if r := mustResult(t, ch); r.resp.StatusCode != http.StatusOK || !bytes.Equal(r.body, data) {
 			t.Errorf("holder = %d with %d bytes, want 200 and the object", r.resp.StatusCode, len(r.body))
 		}
+	}
+}
+
+// connAware serves h's public routes on a listener of their own whose
+// http.Server hands each connection to the gateway (Server.ConnContext),
+// as cmd/gateway's does, and returns rewrite, which points a URL of h at
+// it, and wait, which returns once the requests it served have ended.
+func connAware(t *testing.T, h *Harness) (rewrite func(string) string, wait func()) {
+	t.Helper()
+	var (
+		mu       sync.Mutex
+		inflight int
+	)
+	idle := sync.NewCond(&mu)
+	public := h.Server.PublicHandler()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inflight++
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			inflight--
+			idle.Broadcast()
+			mu.Unlock()
+		}()
+		public.ServeHTTP(w, r)
+	}))
+	srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		// A send queue large enough to hold what a client that stopped
+		// reading leaves behind, whatever the autotuning did so far.
+		c.(*net.TCPConn).SetWriteBuffer(2 << 20) //nolint:errcheck // a hint
+		return h.Server.ConnContext(ctx, c)
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	rewrite = func(raw string) string {
+		u, _ := url.Parse(raw)
+		u.Host = srv.Listener.Addr().String()
+		return u.String()
+	}
+	wait = func() {
+		mu.Lock()
+		for inflight > 0 {
+			idle.Wait()
+		}
+		mu.Unlock()
+	}
+	return rewrite, wait
+}
+
+// stalledGet sends GET target with a small receive buffer, reads the
+// header and want body bytes, then stops reading until the server's writes
+// stall. It returns the connection and the body bytes it received.
+func stalledGet(t *testing.T, target string, want int) (*net.TCPConn, int) {
+	t.Helper()
+	u, _ := url.Parse(target)
+	c, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := c.(*net.TCPConn)
+	conn.SetReadBuffer(64 << 10) //nolint:errcheck // a hint
+	io.WriteString(conn, "GET "+u.RequestURI()+" HTTP/1.1\r\nHost: "+u.Host+"\r\n\r\n")
+	br := bufio.NewReaderSize(conn, 4096)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET = %d, want 200", resp.StatusCode)
+	}
+	if _, err := io.ReadFull(resp.Body, make([]byte, want)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the server fills its send queue and stalls
+	return conn, want + br.Buffered()
+}
+
+func TestACutSessionResponseIsChargedWhatItsConnectionCarried(t *testing.T) {
+	h := MustHarness(t)
+	data := testData(8 << 20)
+	l := h.MustObjectLink(t, "cut.bin", data, nil)
+	s := h.MustMint(t, l)
+	on, wait := connAware(t, h)
+
+	conn, received := stalledGet(t, on(s.SessionURL), 100_000)
+	conn.SetLinger(0) //nolint:errcheck // a reset, as the kernel sends for a killed client with unread bytes
+	conn.Close()
+	wait()
+	h.Server.Flush()
+
+	drawn := h.MustSession(t, s.SessionID).BytesDrawn
+	ends := h.Logs.Records(t, "session response ended early")
+	if len(ends) != 1 {
+		t.Fatalf("log records of cut responses: %v, want one", ends)
+	}
+	charged, back := int64(ends[0]["bytes"].(float64)), int64(ends[0]["untransmitted"].(float64))
+	t.Logf("the client received %d bytes and reset; charged %d, %d written bytes never left the host; bytes_drawn %d",
+		received, charged, back, drawn)
+	if drawn < int64(received) {
+		t.Errorf("bytes_drawn = %d, less than the %d bytes the client received", drawn, received)
+	}
+	if drawn != charged {
+		t.Errorf("bytes_drawn = %d, but the log says the response was charged %d", drawn, charged)
+	}
+	if runtime.GOOS == "linux" && back <= 0 {
+		t.Errorf("nothing came back of a response whose client stopped reading and reset (bytes_drawn %d)", drawn)
+	}
+}
+
+func TestAResponseCutByTheBudgetStaysChargedForALiveClient(t *testing.T) {
+	// The response ends at the budget, the client still reads: all it
+	// wrote reaches the client, and all of it is charged.
+	const size, budget = 4 << 20, 6 << 20
+	h := MustHarness(t, func(o *gateway.Options) { o.Chunk = 1 << 20 })
+	data := testData(size)
+	l := h.MustObjectLink(t, "live.bin", data, map[string]any{"session": map[string]any{"byte_budget": budget}})
+	s := h.MustMint(t, l)
+	on, wait := connAware(t, h)
+
+	for i, want := range []int{size, budget - size} {
+		resp, body, err := rawGet(t, on(s.SessionURL))
+		if resp.StatusCode != http.StatusOK || len(body) != want || !bytes.Equal(body, data[:want]) {
+			t.Fatalf("GET %d = %d with %d bytes (%v), want 200 with the first %d", i+1, resp.StatusCode, len(body), err, want)
+		}
+	}
+	wait()
+	h.Server.Flush()
+	if got := h.MustSession(t, s.SessionID).BytesDrawn; got != budget {
+		t.Errorf("bytes_drawn = %d after %d bytes received, want equal", got, budget)
+	}
+}
+
+func TestAResponseWrittenWholeButStillQueuedComesBackOnAReset(t *testing.T) {
+	// A range small enough to sit in the send queue whole: the handler's
+	// writes return, but the client resets before the queue left.
+	h := MustHarness(t)
+	data := testData(4 << 20)
+	l := h.MustObjectLink(t, "queued.bin", data, nil)
+	s := h.MustMint(t, l)
+	on, wait := connAware(t, h)
+
+	u, _ := url.Parse(on(s.SessionURL))
+	c, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := c.(*net.TCPConn)
+	conn.SetReadBuffer(64 << 10) //nolint:errcheck // a hint
+	io.WriteString(conn, "GET "+u.RequestURI()+" HTTP/1.1\r\nHost: "+u.Host+"\r\nRange: bytes=0-1048575\r\n\r\n")
+	time.Sleep(300 * time.Millisecond)
+	conn.SetLinger(0) //nolint:errcheck // a test
+	conn.Close()
+	wait()
+	h.Server.Flush()
+	drawn := h.MustSession(t, s.SessionID).BytesDrawn
+	t.Logf("a 1 MiB range reset unread in the client's buffer: bytes_drawn %d", drawn)
+	if drawn > 1<<20 {
+		t.Errorf("bytes_drawn = %d, more than the range", drawn)
+	}
+	if runtime.GOOS == "linux" && drawn >= 1<<20 {
+		t.Errorf("bytes_drawn = %d: nothing came back of a range still queued when its client reset", drawn)
 	}
 }

@@ -53,6 +53,9 @@ func TestEveryRepresentationOfAnObjectCarriesItsWholeDigest(t *testing.T) {
 	h := MustHarness(t)
 	data := testData(200<<10 + 3)
 	l := h.MustObjectLink(t, "verified.bin", data, map[string]any{"downloads": 5})
+	if obj := h.MustPutObject(t, "again.bin", "", data); obj.SHA256 != hex.EncodeToString(sha256sum(data)) {
+		t.Errorf("PUT /v1/objects answered sha256 %q, want the digest of the bytes", obj.SHA256)
+	}
 	if got, want := h.MustShowLink(t, l.ID).Object.SHA256, hex.EncodeToString(sha256sum(data)); got != want {
 		t.Fatalf("GET /v1/links/%s object.sha256 = %q, want %s", l.ID, got, want)
 	}
@@ -135,6 +138,12 @@ func TestPagesErrorsAndRedirectsCarryNoDigest(t *testing.T) {
 	confirm := h.MustCreateLink(t, map[string]any{"object": map[string]any{"key": "page.txt"}, "downloads": 1, "expires_in": 60, "confirm": true})
 	session := h.MustCreateLink(t, map[string]any{"object": map[string]any{"key": "page.txt"}, "downloads": 1, "expires_in": 60, "delivery": "session"})
 	x := h.MustMint(t, stream)
+	spent := h.MustMint(t, h.MustCreateLink(t, map[string]any{"object": map[string]any{"key": "page.txt"}, "downloads": 1, "expires_in": 60,
+		"session": map[string]any{"byte_budget": len(data)}}))
+	if resp, body := h.Do(t, http.MethodGet, spent.SessionURL, nil); resp.StatusCode != http.StatusOK || !bytes.Equal(body, data) {
+		t.Fatalf("GET of a session with a budget of one download = %d %q", resp.StatusCode, body)
+	}
+	h.WaitIdle()
 	slack := http.Header{"User-Agent": {"Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)"}}
 	for _, tt := range []struct {
 		what, method, url string
@@ -148,6 +157,8 @@ func TestPagesErrorsAndRedirectsCarryNoDigest(t *testing.T) {
 		{"303 to a session", http.MethodGet, session.URL, nil, http.StatusSeeOther},
 		{"416", http.MethodGet, x.SessionURL, http.Header{"Range": {"bytes=100-"}}, http.StatusRequestedRangeNotSatisfiable},
 		{"409 on a link URL", http.MethodGet, stream.URL, http.Header{"Range": {"bytes=0-1"}}, http.StatusConflict},
+		// The representation's headers were set when the budget ran out.
+		{"403 byte budget spent", http.MethodGet, spent.SessionURL, nil, http.StatusForbidden},
 	} {
 		resp, _ := h.Do(t, tt.method, tt.url, tt.header)
 		if resp.StatusCode != tt.status {

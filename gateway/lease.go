@@ -23,7 +23,11 @@ type slotLease struct {
 // until it is released; a renewal that finds the lease gone closes lost.
 func (w *warmSessions) lease(ctx context.Context, sessionID string) (*slotLease, error) {
 	holder := uuid.Must(uuid.NewV7()).String()
-	if err := w.s.Ledger.AcquireSlot(ctx, sessionID, holder, w.s.SlotLease); err != nil {
+	// As for a budget draw (warm.fill): a lease whose UPDATE committed
+	// after its client hung up would hold a slot nobody renews or
+	// releases, and the session would answer 429 until it lapses. The
+	// request that took it releases it when it ends.
+	if err := w.s.Ledger.AcquireSlot(context.WithoutCancel(ctx), sessionID, holder, w.s.SlotLease); err != nil {
 		return nil, err
 	}
 	rctx, stop := context.WithCancel(context.Background())

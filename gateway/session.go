@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/pages"
@@ -159,6 +160,9 @@ func (s *Server) serveRanges(w http.ResponseWriter, r *http.Request, x *ledger.S
 	if len(first) > 0 {
 		body = &prefixed{first: first, ReadCloser: opened}
 	}
+	// Where this response begins in its connection's byte stream, to
+	// charge it what the connection carried (acked.go).
+	mark := markStream(r)
 	w.WriteHeader(status)
 	s.metrics.streaming.Inc()
 	defer s.metrics.streaming.Dec()
@@ -185,20 +189,32 @@ func (s *Server) serveRanges(w http.ResponseWriter, r *http.Request, x *ledger.S
 	if err == nil && mp != nil {
 		_, err = w.Write(mp.Closing())
 	}
+	// Written is not yet carried: the bytes still queued in the socket
+	// when the client resets the connection never reach it, and go back
+	// to the session (acked.go). A whole response waits for its queue to
+	// leave, as its last write would have with a smaller send buffer.
+	unsent := mark.untransmitted(tap.sent, err != nil, time.Now().Add(s.WriteTimeout))
+	tap.have += unsent
+	if err == nil && unsent > 0 {
+		err = errResetWhileQueued
+	}
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 			err = cause
 		}
 		// The response ends here, short of its Content-Length: the client
 		// sees a truncated body and can resume within the session.
-		s.log.InfoContext(r.Context(), "session response ended early", append(attrs, "bytes", tap.sent, "err", err)...)
+		s.log.InfoContext(r.Context(), "session response ended early", append(attrs, "bytes", tap.sent-unsent, "untransmitted", unsent, "err", err)...)
 		return
 	}
 	complete = true
 	s.log.InfoContext(r.Context(), "session bytes sent", append(attrs, "bytes", tap.sent, "status", status)...)
 }
 
-var errLeaseLost = errors.New("gateway: concurrency slot lease lost")
+var (
+	errLeaseLost        = errors.New("gateway: concurrency slot lease lost")
+	errResetWhileQueued = errors.New("gateway: connection reset before the whole response left the host")
+)
 
 // budgetTap draws the session's byte budget in chunks as bytes go out.
 // have is drawn but not yet sent; left is what this response still has

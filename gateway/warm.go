@@ -164,7 +164,11 @@ func (w *warmSessions) fill(ctx context.Context, sessionID string, most, want in
 		e.drawn = drawn
 	}
 	w.mu.Unlock()
-	got, err := w.s.Ledger.DrawBytes(ctx, sessionID, want)
+	// Detached from the request's cancellation (not from its wait): a
+	// draw cut off by a client that hung up may still have committed, and
+	// bytes drawn without anyone knowing are lost to the budget. What a
+	// finished draw brought goes back when the request ends.
+	got, err := w.s.Ledger.DrawBytes(context.WithoutCancel(ctx), sessionID, want)
 	if err == nil {
 		w.s.metrics.budgetDraw.Inc()
 	}

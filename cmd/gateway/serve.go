@@ -303,6 +303,7 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 
 	public := &http.Server{
 		Handler:           srv.PublicHandler(),
+		ConnContext:       srv.ConnContext, // a cut session response is charged what the connection carried
 		ReadHeaderTimeout: 10 * time.Second,
 		// No ReadTimeout and no WriteTimeout: either would cut a slow
 		// reader of a large file (an expired read deadline even cancels
