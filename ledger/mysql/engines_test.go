@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -318,16 +319,22 @@ func TestLockWaitsEndWithTheCallsDeadline(t *testing.T) {
 			if wait != "1" {
 				earliest = timeout - 100*time.Millisecond
 			}
+			var wg sync.WaitGroup
 			for _, c := range calls {
-				start := time.Now()
-				err := c.call(ctx)
-				took := time.Since(start)
-				if !errors.Is(err, ledger.ErrUnavailable) || took < earliest || took > timeout+time.Second {
-					t.Errorf("%s on held rows = %v after %v; want ErrUnavailable by the %v deadline", c.name, err, took.Round(time.Millisecond), timeout)
-				} else {
-					t.Logf("%s on held rows: ErrUnavailable after %v", c.name, took.Round(time.Millisecond))
-				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					start := time.Now()
+					err := c.call(ctx)
+					took := time.Since(start)
+					if !errors.Is(err, ledger.ErrUnavailable) || took < earliest || took > timeout+time.Second {
+						t.Errorf("%s on held rows = %v after %v; want ErrUnavailable by the %v deadline", c.name, err, took.Round(time.Millisecond), timeout)
+					} else {
+						t.Logf("%s on held rows: ErrUnavailable after %v", c.name, took.Round(time.Millisecond))
+					}
+				}()
 			}
+			wg.Wait()
 			if err := tx.Rollback(); err != nil {
 				t.Fatal(err)
 			}
