@@ -37,12 +37,16 @@ func linkTools() []linkTool {
 				sum := sha256.Sum256(obj.Data)
 				return append(aria2cArgs(url, file), "--checksum=sha-256="+hex.EncodeToString(sum[:]))
 			}},
+		// lftp saves its chunk positions every pget:save-status (10 s by
+		// default) and not when it is stopped, so a cut within 10 s
+		// resumes from nothing: the setting is what a user who resumes
+		// sets (as in e2e/budget_report_test.go).
 		{name: "lftp pget -n 6", bin: "lftp", agent: "lftp/", stop: syscall.SIGTERM,
 			first: func(url, file string, _ *Object) []string {
-				return []string{"-c", fmt.Sprintf("set net:max-retries 5; set net:reconnect-interval-base 1; pget -n 6 '%s' -o '%s'", url, file)}
+				return []string{"--norc", "-c", fmt.Sprintf("set pget:save-status 1s; set net:max-retries 5; set net:reconnect-interval-base 1; pget -n 6 '%s' -o '%s'", url, file)}
 			},
 			resume: func(url, file string, _ *Object) []string {
-				return []string{"-c", fmt.Sprintf("set net:max-retries 5; set net:reconnect-interval-base 1; pget -c -n 6 '%s' -o '%s'", url, file)}
+				return []string{"--norc", "-c", fmt.Sprintf("set pget:save-status 1s; set net:max-retries 5; set net:reconnect-interval-base 1; pget -c -n 6 '%s' -o '%s'", url, file)}
 			}},
 		{name: "curl -C -", bin: "curl", agent: "curl/", stop: syscall.SIGINT,
 			first: func(url, file string, _ *Object) []string {
@@ -109,7 +113,14 @@ func TestDownloadManagersResumeFromTheLinkURL(t *testing.T) {
 func resumeFromLinkURL(t *testing.T, c *Cluster, db *sql.DB, obj *Object, tool linkTool) string {
 	bin := MustBinary(t, tool.bin)
 	admin := c.Admin()
-	link := admin.MustCreateLink(t, obj, LinkRequest{Downloads: 2, Delivery: "session", Filename: "film.bin"})
+	// A budget of 3 × the size rather than the default 2 ×: this test is
+	// about what affinity guarantees (one download, one session), and at
+	// loopback speed lftp's own race reads chunks twice (up to 1.6 × the
+	// file, e2e/budget_report_test.go). Whether the default budget fits
+	// each tool is that report's to measure; here what each drew is only
+	// reported, and never over its budget.
+	link := admin.MustCreateLink(t, obj, LinkRequest{Downloads: 2, Delivery: "session", Filename: "film.bin",
+		Session: &SessionSettings{ByteBudget: 3 * int64(len(obj.Data))}})
 	dir := t.TempDir()
 	file := filepath.Join(dir, "film.bin")
 	size := int64(len(obj.Data))
