@@ -21,32 +21,32 @@ type slotLease struct {
 
 // lease takes a slot in the database and keeps renewing it every lease/3
 // until it is released; a renewal that finds the lease gone closes lost.
-func (w *warmSessions) lease(ctx context.Context, sessionID string) (*slotLease, error) {
+func (w *warmSessions) takeSlot(ctx context.Context, sessionID string) (*slotLease, error) {
 	holder := uuid.Must(uuid.NewV7()).String()
 	// As for a budget draw (warm.fill): a lease whose UPDATE committed
 	// after its client hung up would hold a slot nobody renews or
 	// releases, and the session would answer 429 until it lapses. The
 	// request that took it releases it when it ends.
-	if err := w.s.Ledger.AcquireSlot(context.WithoutCancel(ctx), sessionID, holder, w.s.SlotLease); err != nil {
+	if err := w.slots.AcquireSlot(context.WithoutCancel(ctx), sessionID, holder, w.lease); err != nil {
 		return nil, err
 	}
 	rctx, stop := context.WithCancel(context.Background())
 	l := &slotLease{sessionID: sessionID, holder: holder, lost: make(chan struct{}), stop: stop}
 	go func() {
-		t := time.NewTicker(w.s.SlotLease / 3)
+		t := time.NewTicker(w.lease / 3)
 		defer t.Stop()
 		for {
 			select {
 			case <-rctx.Done():
 				return
 			case <-t.C:
-				err := w.s.Ledger.RenewSlot(rctx, sessionID, holder, w.s.SlotLease)
+				err := w.slots.RenewSlot(rctx, sessionID, holder, w.lease)
 				if errors.Is(err, ledger.ErrNotFound) {
 					close(l.lost)
 					return
 				}
 				if err != nil && rctx.Err() == nil {
-					w.s.log.WarnContext(rctx, "lease renewal failed; retrying", "session_id", sessionID, "err", err)
+					w.log.WarnContext(rctx, "lease renewal failed; retrying", "session_id", sessionID, "err", err)
 				}
 			}
 		}

@@ -197,7 +197,11 @@ func New(opts Options) (*Server, error) {
 	log := slog.New(contextHandler{opts.Logger.Handler()})
 	srv := &Server{Options: opts, log: log, metrics: newMetrics(opts.Version),
 		keys: token.NewKeys(opts.Secret, opts.SecretPrevious...), claims: opts.Ledger}
-	srv.warm = newWarmSessions(srv)
+	srv.warm = newWarmSessions(warmConfig{
+		sessions: opts.Ledger, budget: opts.Ledger, slots: opts.Ledger, log: log, now: opts.Now,
+		drew:   srv.metrics.budgetDraw.Inc,
+		rowTTL: opts.WarmRowTTL, idle: opts.WarmIdle, lease: opts.SlotLease, keep: opts.WarmBudget,
+	})
 	srv.refusals = newRefusalGuard(srv)
 	return srv, nil
 }

@@ -130,7 +130,7 @@ func (s *Server) serveRanges(w http.ResponseWriter, r *http.Request, x *ledger.S
 	}()
 	// Draw ahead at most a sixteenth of the budget: what one process keeps
 	// warm must never starve the session's other requests.
-	tap := &budgetTap{s: s, ctx: ctx, sessionID: x.ID, have: kept, left: need, ahead: min(s.WarmBudget, s.Chunk, x.ByteBudget/16)}
+	tap := &budgetTap{s: s, ctx: ctx, sessionID: x.ID, have: kept, left: need, ahead: sessions.DrawAhead(s.WarmBudget, s.Chunk, x.ByteBudget)}
 	complete := false
 	defer func() { s.warm.end(x.ID, lease, tap.have, complete) }()
 	if tap.left > 0 {
@@ -235,7 +235,7 @@ func (b *budgetTap) ensure() error {
 	}
 	// At least `ahead`, so that a run of small ranges draws once for
 	// many: what this response cannot send stays warm for the others.
-	want := max(sessions.NextChunk(b.left, b.s.Chunk), b.ahead)
+	want := sessions.DrawSize(b.left, b.s.Chunk, b.ahead)
 	got, err := b.s.warm.fill(b.ctx, b.sessionID, b.left, want)
 	if errors.Is(err, ledger.ErrBudgetExhausted) {
 		// The rest may be drawn already, warm for this process's next

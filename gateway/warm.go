@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -32,8 +33,26 @@ const (
 	DefaultWarmBudget = sessions.DefaultChunk
 )
 
+// warmConfig is what warm sessions need: the parts of the ledger they
+// call and their knobs. They know nothing else of the Server.
+type warmConfig struct {
+	sessions ledger.Sessions
+	budget   ledger.Budget
+	slots    ledger.Slots
+	log      *slog.Logger
+	// now is the server's clock, for a row read without the database's
+	// (ReadAt zero).
+	now func() time.Time
+	// drew counts a budget draw (a metric).
+	drew func()
+	// rowTTL, idle, keep and lease are Options.WarmRowTTL, WarmIdle,
+	// WarmBudget and SlotLease.
+	rowTTL, idle, lease time.Duration
+	keep                int64
+}
+
 type warmSessions struct {
-	s  *Server
+	warmConfig
 	mu sync.Mutex
 	// byID holds every warm session; byHash finds one from a URL's token.
 	byID   map[string]*warmSession
@@ -53,15 +72,21 @@ type warmSession struct {
 	timer            *time.Timer
 }
 
-func newWarmSessions(s *Server) *warmSessions {
-	return &warmSessions{s: s, byID: map[string]*warmSession{}, byHash: map[string]*warmSession{}}
+func newWarmSessions(c warmConfig) *warmSessions {
+	if c.drew == nil {
+		c.drew = func() {}
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	return &warmSessions{warmConfig: c, byID: map[string]*warmSession{}, byHash: map[string]*warmSession{}}
 }
 
 // session returns the session row for a token hash: the warm copy while
 // it is fresh, otherwise a read from the ledger (which refreshes it).
 func (w *warmSessions) session(ctx context.Context, hash []byte) (*ledger.Session, error) {
 	w.mu.Lock()
-	if e := w.byHash[string(hash)]; e != nil && time.Since(e.rowAt) < w.s.WarmRowTTL {
+	if e := w.byHash[string(hash)]; e != nil && time.Since(e.rowAt) < w.rowTTL {
 		x := *e.row
 		if !x.ReadAt.IsZero() {
 			// The database's clock now, as far as this copy can tell.
@@ -71,7 +96,7 @@ func (w *warmSessions) session(ctx context.Context, hash []byte) (*ledger.Sessio
 		return &x, nil
 	}
 	w.mu.Unlock()
-	x, err := w.s.Ledger.SessionByTokenHash(ctx, hash)
+	x, err := w.sessions.SessionByTokenHash(ctx, hash)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +106,11 @@ func (w *warmSessions) session(ctx context.Context, hash []byte) (*ledger.Sessio
 		e.row, e.rowAt = x, time.Now()
 	}
 	w.mu.Unlock()
-	if e != nil && x.Refusal(w.s.dbTime(x.ReadAt)) != "" {
+	at := x.ReadAt
+	if at.IsZero() {
+		at = ledger.Micro(w.now())
+	}
+	if e != nil && x.Refusal(at) != "" {
 		// It died elsewhere: let go of what this process held for it.
 		w.forget(func(e *warmSession) bool { return e.id == x.ID })
 	}
@@ -123,7 +152,7 @@ func (w *warmSessions) begin(ctx context.Context, x *ledger.Session, need int64)
 	if l != nil {
 		return l, budget, nil
 	}
-	l, err := w.lease(ctx, x.ID)
+	l, err := w.takeSlot(ctx, x.ID)
 	if err != nil {
 		w.end(x.ID, nil, budget, true)
 		return nil, 0, err
@@ -168,9 +197,9 @@ func (w *warmSessions) fill(ctx context.Context, sessionID string, most, want in
 	// draw cut off by a client that hung up may still have committed, and
 	// bytes drawn without anyone knowing are lost to the budget. What a
 	// finished draw brought goes back when the request ends.
-	got, err := w.s.Ledger.DrawBytes(context.WithoutCancel(ctx), sessionID, want)
+	got, err := w.budget.DrawBytes(context.WithoutCancel(ctx), sessionID, want)
 	if err == nil {
-		w.s.metrics.budgetDraw.Inc()
+		w.drew()
 	}
 	if e == nil {
 		return got, err
@@ -268,10 +297,7 @@ func (w *warmSessions) end(sessionID string, l *slotLease, unsent int64, complet
 			}
 		}
 		if complete {
-			e.budget += unsent
-			if e.budget > w.s.WarmBudget {
-				give, e.budget = e.budget-w.s.WarmBudget, w.s.WarmBudget
-			}
+			e.budget, give = sessions.Keep(e.budget+unsent, w.keep)
 		} else {
 			// Nothing is kept after a failed or cut response, not even
 			// the rest of a draw it made for the session's others: the
@@ -281,7 +307,7 @@ func (w *warmSessions) end(sessionID string, l *slotLease, unsent int64, complet
 		e.busy--
 		e.changed()
 		if e.busy == 0 {
-			e.timer = time.AfterFunc(w.s.WarmIdle, func() { w.cool(e) })
+			e.timer = time.AfterFunc(w.idle, func() { w.cool(e) })
 		}
 	}
 	w.mu.Unlock()
@@ -351,13 +377,13 @@ func (w *warmSessions) release(slots []*slotLease, sessionID string, budget int6
 			continue
 		}
 		l.stop()
-		if err := w.s.Ledger.ReleaseSlot(ctx, l.sessionID, l.holder); err != nil {
-			w.s.log.WarnContext(ctx, "slot release failed; the lease will lapse", "session_id", l.sessionID, "err", err)
+		if err := w.slots.ReleaseSlot(ctx, l.sessionID, l.holder); err != nil {
+			w.log.WarnContext(ctx, "slot release failed; the lease will lapse", "session_id", l.sessionID, "err", err)
 		}
 	}
 	if budget > 0 {
-		if err := w.s.Ledger.ReturnBytes(ctx, sessionID, budget); err != nil {
-			w.s.log.WarnContext(ctx, "budget return failed", "session_id", sessionID, "bytes", budget, "err", err)
+		if err := w.budget.ReturnBytes(ctx, sessionID, budget); err != nil {
+			w.log.WarnContext(ctx, "budget return failed", "session_id", sessionID, "bytes", budget, "err", err)
 		}
 	}
 }

@@ -33,6 +33,36 @@ func NextChunk(remainingInRange, chunkSize int64) int64 {
 	return max(0, min(remainingInRange, chunkSize))
 }
 
+// DrawAhead returns the least a request of a session draws at a time, so
+// that a run of small ranges draws once for many and what one response
+// cannot send stays warm for the next (gateway warm sessions): one chunk,
+// at most what a process keeps warm (keep), and at most a sixteenth of
+// the budget, so that what one process holds never starves the session's
+// requests on other processes. Never below 1.
+func DrawAhead(keep, chunk, byteBudget int64) int64 {
+	if chunk <= 0 {
+		chunk = DefaultChunk
+	}
+	return max(1, min(keep, chunk, byteBudget/16))
+}
+
+// DrawSize returns how many bytes one draw of a response with left bytes
+// still to send asks for: the next chunk of its range (NextChunk), but at
+// least ahead (DrawAhead).
+func DrawSize(left, chunk, ahead int64) int64 {
+	return max(NextChunk(left, chunk), ahead)
+}
+
+// Keep splits the budget a process holds for a session after a complete
+// response into what it keeps warm for the session's next request (at
+// most keep) and what it gives back to the database at once. Negative
+// values count as 0.
+func Keep(held, keep int64) (kept, give int64) {
+	held, keep = max(held, 0), max(keep, 0)
+	kept = min(held, keep)
+	return kept, held - kept
+}
+
 // DefaultByteBudget returns SPEC §4's default byte budget for an object of
 // objectSize bytes: twice its size, at least MinByteBudget, saturating at
 // math.MaxInt64 instead of overflowing. A negative size counts as 0.

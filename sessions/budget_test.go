@@ -121,3 +121,42 @@ func TestSessionExpiry(t *testing.T) {
 		}
 	}
 }
+
+func TestDrawAheadDrawSizeAndKeep(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct{ keep, chunk, budget, want int64 }{
+		{8 * mib, 8 * mib, 1 << 40, 8 * mib},  // a large budget: one chunk
+		{8 * mib, 8 * mib, 64 * mib, 4 * mib}, // a sixteenth of the budget
+		{2 * mib, 8 * mib, 1 << 40, 2 * mib},  // what a process keeps warm
+		{8 * mib, 1 * mib, 1 << 40, 1 * mib},  // the chunk
+		{8 * mib, 0, 1 << 40, 8 * mib},        // a chunk <= 0 is the default chunk
+		{8 * mib, 8 * mib, 10, 1},             // never below 1
+		{0, 8 * mib, 1 << 40, 1},
+	} {
+		if got := DrawAhead(c.keep, c.chunk, c.budget); got != c.want {
+			t.Errorf("DrawAhead(%d, %d, %d) = %d, want %d", c.keep, c.chunk, c.budget, got, c.want)
+		}
+	}
+	for _, c := range []struct{ left, chunk, ahead, want int64 }{
+		{64 << 10, 8 * mib, 4 * mib, 4 * mib}, // a small range draws ahead for the next
+		{20 * mib, 8 * mib, 4 * mib, 8 * mib}, // a long one, a chunk at a time
+		{0, 8 * mib, 4 * mib, 4 * mib},
+		{3 * mib, 8 * mib, 1, 3 * mib}, // only what the range needs
+	} {
+		if got := DrawSize(c.left, c.chunk, c.ahead); got != c.want {
+			t.Errorf("DrawSize(%d, %d, %d) = %d, want %d", c.left, c.chunk, c.ahead, got, c.want)
+		}
+	}
+	for _, c := range []struct{ held, keep, kept, give int64 }{
+		{5, 10, 5, 0},
+		{15, 10, 10, 5},
+		{10, 10, 10, 0},
+		{7, 0, 0, 7},
+		{-3, 10, 0, 0},
+		{5, -1, 0, 5},
+	} {
+		if kept, give := Keep(c.held, c.keep); kept != c.kept || give != c.give {
+			t.Errorf("Keep(%d, %d) = %d, %d; want %d, %d", c.held, c.keep, kept, give, c.kept, c.give)
+		}
+	}
+}
