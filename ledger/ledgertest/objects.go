@@ -186,6 +186,45 @@ func exerciseObjects(t *testing.T, newLedger NewLedger) {
 			t.Fatalf("CreateLink on a deleted version = %v, want ErrObjectDeleted", err)
 		}
 	})
+	t.Run("ALinkCreatedWhileADeletionDecidesEitherPinsOrIsRefused", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		// The deletion waits for the row lock of the link's transaction
+		// (or the other way round): whichever commits first, never both.
+		for round := range 20 {
+			o := e.mustRecord(t, fmt.Sprintf("race/%02d", round))
+			var (
+				linked  bool
+				deleted bool
+			)
+			releaseAll(t, 2, func(i int) error {
+				if i == 0 {
+					l := e.newLink()
+					l.Object = o
+					_, _, err := e.l.CreateLink(e.ctx, l)
+					switch {
+					case err == nil:
+						linked = true
+					case !errors.Is(err, ledger.ErrObjectDeleted):
+						return err
+					}
+					return nil
+				}
+				_, err := e.l.BeginDeletion(e.ctx, o.Bucket, o.Key, o.VersionID, false)
+				var pe *ledger.PinnedError
+				switch {
+				case err == nil:
+					deleted = true
+				case !errors.As(err, &pe):
+					return err
+				}
+				return nil
+			})
+			if linked == deleted {
+				t.Fatalf("round %d: link created %v, deletion begun %v; want exactly one", round, linked, deleted)
+			}
+		}
+	})
 	t.Run("AFailedStoreDeletionIsRetriedAfterABackoff", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, newLedger)

@@ -173,7 +173,7 @@ func (s *DB) BeginDeletion(ctx context.Context, bucket, key, versionID string, f
 func (s *DB) beginDeletion(ctx context.Context, o ledger.Object) (*ledger.Deletion, error) {
 	stamp := s.now()
 	var out *ledger.Deletion
-	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.inTxWith(ctx, s.d.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
 		row, err := scanObject(tx.QueryRowContext(ctx, `SELECT `+objectColumns+` FROM objects
 WHERE version_hash = ?`+s.d.LockRows, versionHash(o)))
 		if err != nil {
