@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -192,13 +193,8 @@ func shellQuote(s string) string {
 // gracefully: listeners close at once, running downloads get
 // cfg.ShutdownGrace to finish.
 func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
-	// Info and debug lines (an access line per request, a "session bytes
-	// sent" per range) wait up to logDelay to be written together;
-	// warnings and errors are written at once (internal/logbuf).
-	lw := logbuf.New(os.Stderr, logDelay)
-	defer lw.Flush() //nolint:errcheck // stderr is gone
-	logs.Store(lw)
-	log := slog.New(logbuf.NewHandler(newLogger(cfg, lw).Handler(), lw, slog.LevelWarn))
+	log, flush := openLogs(cfg)
+	defer flush()
 	previews, err := previewDetector(cfg.PreviewAgents)
 	if err != nil {
 		return err
@@ -228,44 +224,121 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	if c, ok := store.(io.Closer); ok {
 		defer c.Close()
 	}
-	pub, err := net.Listen("tcp", cfg.Listen)
+	ls, err := listen(cfg, log)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+		return err
 	}
-	// Past the limit, connections wait in the kernel's backlog instead of
-	// taking descriptors (and accept failing with EMFILE).
-	pub = gateway.LimitListener(pub, connectionLimit(cfg.MaxConnections, log))
-	defer pub.Close()
-	adm, err := net.Listen("tcp", cfg.AdminListen)
-	if err != nil {
-		return fmt.Errorf("admin listen %s: %w", cfg.AdminListen, err)
-	}
-	defer adm.Close()
-	var redir net.Listener
-	redirAddr := ""
-	if cfg.RedirectListen != "" {
-		if redir, err = net.Listen("tcp", cfg.RedirectListen); err != nil {
-			return fmt.Errorf("redirect listen %s: %w", cfg.RedirectListen, err)
-		}
-		defer redir.Close()
-		redirAddr = redir.Addr().String()
-	}
-	certs, err := newTLS(ctx, cfg, pub.Addr().String(), redirAddr, log)
+	defer ls.Close()
+	certs, err := newTLS(ctx, cfg, ls.public.Addr().String(), ls.redirectAddr(), log)
 	if err != nil {
 		return err
 	}
 	defer certs.Close()
 	publicTLS, adminTLS := certs.PublicConfig(), certs.AdminConfig()
-	hsts := ""
-	if publicTLS != nil {
-		hsts = tlsserve.HSTS
-	}
 	publicURL := cfg.PublicURL
 	if publicURL == cfg.DefaultPublicURL(cfg.Listen) {
 		// Port 0 (tests) or a wildcard host: name the address we got.
-		publicURL = cfg.DefaultPublicURL(pub.Addr().String())
+		publicURL = cfg.DefaultPublicURL(ls.public.Addr().String())
 	}
-	srv, err := gateway.New(gateway.Options{
+	srv, err := gateway.New(gatewayOptions(cfg, db, store, log, previews, authn, trusted, publicURL, publicTLS != nil))
+	if err != nil {
+		return err
+	}
+	hooks, err := newWebhooks(cfg, db, srv.Registry(), log)
+	if err != nil {
+		return err
+	}
+	adminURL := scheme(adminTLS != nil) + config.DialableAddr(ls.admin.Addr().String())
+	announce(stdout, cfg, publicURL, adminURL, newToken)
+	if host, _, _ := net.SplitHostPort(cfg.Listen); cfg.PublicURL == cfg.DefaultPublicURL(cfg.Listen) && len(cfg.ACMEDomainList()) == 0 && isWildcard(host) {
+		log.Warn("listening on every interface, but links name localhost; set GATEWAY_PUBLIC_URL to the address people reach",
+			"listen", cfg.Listen, "public_url", publicURL)
+	}
+	log.Info("starting", "config", cfg)
+
+	hs := newHTTPServers(srv, certs, publicURL, ls.redirect != nil, log)
+	go watchTLS(ctx, certs)
+	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSweep()
+	go srv.RunSweeper(sweepCtx, cfg.SweepInterval)
+	hooksDone := runWebhooks(sweepCtx, hooks)
+
+	if err := hs.serve(ctx, ls); err != nil {
+		return err
+	}
+	log.Info("shutting down", "grace", cfg.ShutdownGrace)
+	srv.Drain() // /readyz answers 503 from now on
+	hs.shutdown(ctx, cfg.ShutdownGrace, log)
+	stopSweep()
+	<-hooksDone // before the database closes
+	// Slots and budget kept warm for idle sessions go back now, not when
+	// their lease lapses.
+	srv.Flush()
+	log.Info("stopped")
+	return nil
+}
+
+// openLogs sets up the process's logger. Info and debug lines (an access
+// line per request, a "session bytes sent" per range) wait up to logDelay
+// to be written together; warnings and errors are written at once
+// (internal/logbuf). flush writes what waits.
+func openLogs(cfg *config.Config) (*slog.Logger, func()) {
+	lw := logbuf.New(os.Stderr, logDelay)
+	logs.Store(lw)
+	log := slog.New(logbuf.NewHandler(newLogger(cfg, lw).Handler(), lw, slog.LevelWarn))
+	return log, func() { lw.Flush() } //nolint:errcheck // stderr is gone
+}
+
+// listeners are the gateway's sockets: public, admin and, when set, the
+// plain-HTTP redirect listener.
+type listeners struct{ public, admin, redirect net.Listener }
+
+// listen opens them. Past GATEWAY_MAX_CONNECTIONS, public connections wait
+// in the kernel's backlog instead of taking descriptors (and accept
+// failing with EMFILE).
+func listen(cfg *config.Config, log *slog.Logger) (*listeners, error) {
+	ls := &listeners{}
+	pub, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	ls.public = gateway.LimitListener(pub, connectionLimit(cfg.MaxConnections, log))
+	if ls.admin, err = net.Listen("tcp", cfg.AdminListen); err != nil {
+		ls.Close()
+		return nil, fmt.Errorf("admin listen %s: %w", cfg.AdminListen, err)
+	}
+	if cfg.RedirectListen != "" {
+		if ls.redirect, err = net.Listen("tcp", cfg.RedirectListen); err != nil {
+			ls.Close()
+			return nil, fmt.Errorf("redirect listen %s: %w", cfg.RedirectListen, err)
+		}
+	}
+	return ls, nil
+}
+
+func (ls *listeners) redirectAddr() string {
+	if ls.redirect == nil {
+		return ""
+	}
+	return ls.redirect.Addr().String()
+}
+
+func (ls *listeners) Close() {
+	for _, l := range []net.Listener{ls.public, ls.admin, ls.redirect} {
+		if l != nil {
+			l.Close()
+		}
+	}
+}
+
+// gatewayOptions wires the configuration into the gateway's options.
+func gatewayOptions(cfg *config.Config, db *sqlcore.DB, store storage.Store, log *slog.Logger, previews *preview.Detector,
+	authn auth.Authenticator, trusted []netip.Prefix, publicURL string, tls bool) gateway.Options {
+	hsts := ""
+	if tls {
+		hsts = tlsserve.HSTS
+	}
+	return gateway.Options{
 		Ledger: db, Store: store, Secret: []byte(cfg.Secret), SecretPrevious: cfg.PreviousSecrets(),
 		PublicURL: publicURL, AdminToken: cfg.AdminToken,
 		Logger:    log,
@@ -279,112 +352,87 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		ClientAddr: func(r *http.Request) netip.Addr { return auth.ClientAddr(r, trusted) },
 		Version:    buildVersion(),
 		HSTS:       hsts,
-
 		// A body that never finishes is refused before anything is claimed.
 		BodyTimeout: cfg.BodyTimeout,
-
 		// What the sweeper deletes, and when (SPEC §6).
 		ObjectRetention: cfg.ObjectRetention, AuditRetention: cfg.AuditRetention,
-	})
-	if err != nil {
-		return err
 	}
-	hooks, err := newWebhooks(cfg, db, srv.Registry(), log)
-	if err != nil {
-		return err
-	}
-	adminURL := scheme(adminTLS != nil) + config.DialableAddr(adm.Addr().String())
-	announce(stdout, cfg, publicURL, adminURL, newToken)
-	if host, _, _ := net.SplitHostPort(cfg.Listen); cfg.PublicURL == cfg.DefaultPublicURL(cfg.Listen) && len(cfg.ACMEDomainList()) == 0 && isWildcard(host) {
-		log.Warn("listening on every interface, but links name localhost; set GATEWAY_PUBLIC_URL to the address people reach",
-			"listen", cfg.Listen, "public_url", publicURL)
-	}
-	log.Info("starting", "config", cfg)
+}
 
-	public := &http.Server{
-		Handler:           srv.PublicHandler(),
-		ConnContext:       srv.ConnContext, // a cut session response is charged what the connection carried
-		ReadHeaderTimeout: 10 * time.Second,
-		// No ReadTimeout and no WriteTimeout: either would cut a slow
-		// reader of a large file (an expired read deadline even cancels
-		// the request context through net/http's background read). The
-		// handlers renew a per-write deadline instead, and public request
-		// bodies are size-limited and must arrive whole within
-		// GATEWAY_BODY_TIMEOUT (gateway/limits.go). An idle keep-alive
-		// connection is closed after IdleTimeout.
-		IdleTimeout:    2 * time.Minute,
-		MaxHeaderBytes: 64 << 10,
-		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelDebug),
-		// OPTIONS * is the gateway's to answer, with the listener's
-		// headers and request id (docs/api.md), not net/http's.
-		DisableGeneralOptionsHandler: true,
-		// HTTPS and HTTP/2 when configured (SPEC §10), with the limits
-		// above on both protocols (tlsserve.HTTP2Config).
-		TLSConfig: publicTLS,
-		HTTP2:     tlsserve.HTTP2Config(),
-	}
-	admin := &http.Server{
-		Handler:                      srv.AdminHandler(),
+// httpServers are the gateway's HTTP servers, one per listener.
+type httpServers struct{ public, admin, redirect *http.Server }
+
+// baseServer has what every listener shares: the header and idle limits
+// on both protocols (tlsserve.HTTP2Config), the error log at debug, and
+// OPTIONS * left to the handler, so that it carries the listener's
+// headers and request id (docs/api.md) instead of net/http's answer.
+func baseServer(h http.Handler, tlsConf *tls.Config, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:                      h,
 		ReadHeaderTimeout:            10 * time.Second,
 		IdleTimeout:                  2 * time.Minute,
 		MaxHeaderBytes:               64 << 10,
 		ErrorLog:                     slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 		DisableGeneralOptionsHandler: true,
-		TLSConfig:                    adminTLS,
+		TLSConfig:                    tlsConf,
 		HTTP2:                        tlsserve.HTTP2Config(),
 	}
-	var redirect *http.Server
-	if redir != nil {
-		// Plain HTTP: 308 to the https public URL, and ACME HTTP-01.
-		redirect = &http.Server{
-			Handler:                      certs.HTTPHandler(tlsserve.Redirect(publicURL, log)),
-			ReadHeaderTimeout:            10 * time.Second,
-			IdleTimeout:                  2 * time.Minute,
-			MaxHeaderBytes:               64 << 10,
-			ErrorLog:                     slog.NewLogLogger(log.Handler(), slog.LevelDebug),
-			DisableGeneralOptionsHandler: true,
-		}
-	}
-	go watchTLS(ctx, certs)
-	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopSweep()
-	go srv.RunSweeper(sweepCtx, cfg.SweepInterval)
-	hooksDone := runWebhooks(sweepCtx, hooks)
+}
 
+func newHTTPServers(srv *gateway.Server, certs *tlsserve.Server, publicURL string, redirect bool, log *slog.Logger) *httpServers {
+	// The public server has no ReadTimeout and no WriteTimeout: either
+	// would cut a slow reader of a large file (an expired read deadline
+	// even cancels the request context through net/http's background
+	// read). The handlers renew a per-write deadline instead, and public
+	// request bodies are size-limited and must arrive whole within
+	// GATEWAY_BODY_TIMEOUT (gateway/limits.go). An idle keep-alive
+	// connection is closed after IdleTimeout.
+	public := baseServer(srv.PublicHandler(), certs.PublicConfig(), log)
+	public.ConnContext = srv.ConnContext // a cut session response is charged what the connection carried
+	hs := &httpServers{public: public, admin: baseServer(srv.AdminHandler(), certs.AdminConfig(), log)}
+	if redirect {
+		// Plain HTTP: 308 to the https public URL, and ACME HTTP-01.
+		hs.redirect = baseServer(certs.HTTPHandler(tlsserve.Redirect(publicURL, log)), nil, log)
+		hs.redirect.HTTP2 = nil
+	}
+	return hs
+}
+
+// serve runs each server on its listener until ctx ends (nil) or one of
+// them fails (its error).
+func (hs *httpServers) serve(ctx context.Context, ls *listeners) error {
 	errc := make(chan error, 3)
-	go func() { errc <- serveOn(public, pub) }()
-	go func() { errc <- serveOn(admin, adm) }()
-	if redirect != nil {
-		go func() { errc <- redirect.Serve(redir) }()
-		defer redirect.Close()
+	go func() { errc <- serveOn(hs.public, ls.public) }()
+	go func() { errc <- serveOn(hs.admin, ls.admin) }()
+	if hs.redirect != nil {
+		go func() { errc <- hs.redirect.Serve(ls.redirect) }()
 	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
+		return nil
 	}
-	log.Info("shutting down", "grace", cfg.ShutdownGrace)
-	srv.Drain() // /readyz answers 503 from now on
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownGrace)
+}
+
+// shutdown closes the listeners at once; each server then waits for its
+// own running requests (downloads, uploads) up to grace, and what still
+// runs after it is cut.
+func (hs *httpServers) shutdown(ctx context.Context, grace time.Duration, log *slog.Logger) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
-	// Both listeners close at once; each server then waits for its own
-	// running requests (downloads, uploads) up to the grace period.
+	if hs.redirect != nil {
+		defer hs.redirect.Close()
+	}
 	admErr := make(chan error, 1)
-	go func() { admErr <- admin.Shutdown(sctx) }()
-	errPub := public.Shutdown(sctx)
+	go func() { admErr <- hs.admin.Shutdown(sctx) }()
+	errPub := hs.public.Shutdown(sctx)
 	errAdm := <-admErr
 	if errors.Is(errPub, context.DeadlineExceeded) || errors.Is(errAdm, context.DeadlineExceeded) {
 		log.Warn("grace period over; closing the remaining connections")
-		public.Close()
-		admin.Close()
+		hs.public.Close()
+		hs.admin.Close()
 	}
-	stopSweep()
-	<-hooksDone // before the database closes
-	// Slots and budget kept warm for idle sessions go back now, not when
-	// their lease lapses.
-	srv.Flush()
-	log.Info("stopped")
-	return nil
 }
 
 // fdReserve is what connectionLimit leaves, below the open-file limit, for
