@@ -153,8 +153,8 @@ func (s *Store) writeData(ctx context.Context, obj object, vid string, body io.R
 // directions. sum is fed on a goroutine of its own while etag and w take
 // the same block: MD5 (about 300 MB/s on the machines measured, SHA-256
 // with the CPU's SHA extensions 1.6 GB/s) is the slowest step of a Put,
-// and SHA-256 beside it on a second core costs the upload's time next to
-// nothing (BenchmarkPut).
+// and SHA-256 beside it on a second core costs the upload a few per cent
+// of its time (BenchmarkPut; docs/design.md, "Verified downloads").
 func copyBody(ctx context.Context, w io.Writer, etag, sum hash.Hash, body io.Reader, size int64) (int64, error) {
 	bufp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bufp)
