@@ -1,9 +1,20 @@
 package gateway
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/dunglas/httpsfv"
+
+	"github.com/dlgate/dlgate/ledger"
 )
 
 func TestStructuredDictionariesParseAsRFC8941Says(t *testing.T) {
@@ -94,5 +105,98 @@ func TestDigestPreferencesOnlyEverLeaveOutWhatIsRefused(t *testing.T) {
 		if got := acceptsDigest(tt.field); got != tt.accept {
 			t.Errorf("acceptsDigest(%q) = %v, want %v", tt.field, got, tt.accept)
 		}
+	}
+}
+
+// fileBody is the fs store's reader shape: a storage.Filer over a file.
+type fileBody struct{ f *os.File }
+
+func (b fileBody) Read(p []byte) (int, error) { return b.f.Read(p) }
+func (b fileBody) Close() error               { return b.f.Close() }
+func (b fileBody) File() *os.File             { return b.f }
+
+func TestTheCheckOfAWholeFileHoldsBackOnlyItsLastBytes(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789abcdef"), 3<<16) // 3 MiB
+	sum := sha256.Sum256(data)
+	for _, tt := range []struct {
+		name    string
+		damage  bool
+		viaRead bool
+	}{{"IntactBySendfile", false, false}, {"DamagedBySendfile", true, false}, {"IntactByRead", false, true}, {"DamagedByRead", true, true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			stored := bytes.Clone(data)
+			if tt.damage {
+				stored[len(stored)/3] ^= 1
+			}
+			path := filepath.Join(t.TempDir(), "v.data")
+			if err := os.WriteFile(path, stored, 0o444); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs bytes.Buffer
+			s := &Server{log: slog.New(slog.NewTextHandler(&logs, nil))}
+			o := ledger.Object{Key: "k", VersionID: "v1", Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
+			body := s.checkWhole(t.Context(), fileBody{f}, o, []any{"link_id", "l1"})
+			c, ok := body.(*checkedFile)
+			if !ok {
+				t.Fatalf("checkWhole returned %T, want a checkedFile", body)
+			}
+			var sent int64
+			var last error
+			if tt.viaRead {
+				n, err := io.Copy(io.Discard, struct{ io.Reader }{c})
+				sent, last = n, err
+			} else {
+				for sent < o.Size {
+					step := min(o.Size-sent, 1<<20)
+					if last = c.next(step); last != nil {
+						break
+					}
+					k, _ := io.CopyN(io.Discard, c.File(), step) // what sendfile would send
+					sent += k
+				}
+			}
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if !tt.damage {
+				if last != nil || sent != o.Size {
+					t.Fatalf("sent %d of %d bytes, %v; want all, no error", sent, o.Size, last)
+				}
+				return
+			}
+			if !errors.Is(last, errDigestMismatch) || sent >= o.Size || sent < o.Size-1<<20 {
+				t.Errorf("sent %d of %d bytes, %v; want all but the last slice, then errDigestMismatch", sent, o.Size, last)
+			}
+			if !strings.Contains(logs.String(), "version_id=v1") || !strings.Contains(logs.String(), "level=ERROR") {
+				t.Errorf("log = %q, want an error naming the version", logs.String())
+			}
+		})
+	}
+}
+
+func TestClosingACheckedFileEarlyStopsItsHash(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.data")
+	if err := os.WriteFile(path, make([]byte, 64<<20), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{log: slog.New(slog.DiscardHandler)}
+	o := ledger.Object{Size: 64 << 20, SHA256: strings.Repeat("00", 32)}
+	c := s.checkWhole(t.Context(), fileBody{f}, o, nil).(*checkedFile)
+	if err := c.next(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	c.Close() // returns once the hash has stopped: it must not read a closed file
+	select {
+	case <-c.done:
+	default:
+		t.Fatal("Close returned while the hash still ran")
 	}
 }

@@ -355,9 +355,9 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, l *ledger.L
 		s.fail(w, r, err, probLinkUnavailable, attrs...)
 		return
 	}
+	body = s.checkWhole(r.Context(), body, l.Object, attrs)
 	defer body.Close()
 	defer putBuf(first)
-	body = s.checkWhole(r.Context(), body, l.Object, attrs)
 	s.objectHeaders(w, r, l.Object, l.Filename)
 	w.Header().Set("Accept-Ranges", "none")
 	w.WriteHeader(http.StatusOK)
