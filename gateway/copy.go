@@ -85,8 +85,8 @@ func (s *Server) copyBody(w http.ResponseWriter, body io.Reader, first []byte, n
 // (connSource: S3 over plain HTTP), the kernel splices it from socket to
 // socket. Anything else is read into a pooled buffer and written.
 func (s *Server) copyN(w http.ResponseWriter, rc *http.ResponseController, src io.Reader, n int64) (int64, error) {
-	// A whole version from a file is checked against its digest slice by
-	// slice before sendfile sends the slice (digest.go).
+	// A whole version from a file is hashed beside the copy; its last
+	// slice waits for the verdict (checkedFile.next, digest.go).
 	check, _ := src.(*checkedFile)
 	if f, ok := src.(storage.Filer); ok {
 		src = f.File()
