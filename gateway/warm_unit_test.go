@@ -26,7 +26,9 @@ func (f *fakeWarmLedger) SessionByTokenHash(context.Context, []byte) (*ledger.Se
 func (f *fakeWarmLedger) DrawBytes(_ context.Context, id string, want int64) (int64, error) {
 	return f.draw(id, want)
 }
-func (f *fakeWarmLedger) ReturnBytes(_ context.Context, id string, n int64) error { return f.ret(id, n) }
+func (f *fakeWarmLedger) ReturnBytes(_ context.Context, id string, n int64) error {
+	return f.ret(id, n)
+}
 func (f *fakeWarmLedger) AcquireSlot(_ context.Context, id, holder string, _ time.Duration) error {
 	return f.acquire(id, holder)
 }
