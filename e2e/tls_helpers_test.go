@@ -168,7 +168,9 @@ func MustStartTLSGateway(tb testing.TB, name string, env map[string]string) *Gat
 }
 
 // HTTPSAdmin is the admin API of a gateway whose admin listener serves TLS.
-func (g *Gateway) HTTPSAdmin() *Admin { return &Admin{Base: "https://" + g.AdminAddr, Token: g.AdminToken} }
+func (g *Gateway) HTTPSAdmin() *Admin {
+	return &Admin{Base: "https://" + g.AdminAddr, Token: g.AdminToken}
+}
 
 // h2Client speaks HTTP/2 only, trusting roots, following no redirect.
 func h2Client(roots *x509.CertPool) *http.Client {

@@ -131,7 +131,9 @@ func NewACME(ctx context.Context, o ACMEOptions) (*ACME, error) {
 }
 
 // Covers reports whether name is one of the managed domains.
-func (a *ACME) Covers(name string) bool { return a.domains[strings.ToLower(strings.TrimSuffix(name, "."))] }
+func (a *ACME) Covers(name string) bool {
+	return a.domains[strings.ToLower(strings.TrimSuffix(name, "."))]
+}
 
 // GetCertificate answers a handshake with the name's certificate, or
 // with the challenge certificate of a TLS-ALPN-01 validation.
@@ -142,7 +144,9 @@ func (a *ACME) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, err
 // HTTPHandler answers HTTP-01 challenges (/.well-known/acme-challenge/),
 // also those another process sharing the cache is solving, and passes
 // every other request to next.
-func (a *ACME) HTTPHandler(next http.Handler) http.Handler { return a.issuer.HTTPChallengeHandler(next) }
+func (a *ACME) HTTPHandler(next http.Handler) http.Handler {
+	return a.issuer.HTTPChallengeHandler(next)
+}
 
 // Stop ends renewals.
 func (a *ACME) Stop() { a.cache.Stop() }
