@@ -116,8 +116,17 @@ func (s *Server) checkWhole(ctx context.Context, body io.ReadCloser, o ledger.Ob
 	if err != nil {
 		return body
 	}
+	id, known, seen := s.verified.has(f)
+	if seen {
+		return body // this process hashed this very file, unchanged since
+	}
 	return &checkedFile{body: body, f: f, want: want, start: start, end: start + o.Size, sent: start,
 		done: make(chan struct{}),
+		matched: func() {
+			if known {
+				s.verified.add(id)
+			}
+		},
 		mismatch: func(got []byte) {
 			s.log.ErrorContext(ctx, "stored object does not match its SHA-256; response cut short",
 				append(attrs, "bucket", o.Bucket, "key", o.Key, "version_id", o.VersionID,
@@ -145,6 +154,7 @@ type checkedFile struct {
 	sent       int64 // file offset of the next byte the response sends
 	failed     bool
 	mismatch   func(got []byte)
+	matched    func() // the whole file hashed to want
 
 	once sync.Once
 	stop atomic.Bool
@@ -233,6 +243,10 @@ func (c *checkedFile) verdict() error {
 		c.failed = true
 		c.mismatch(c.sum)
 		return errDigestMismatch
+	}
+	if c.matched != nil {
+		c.matched()
+		c.matched = nil
 	}
 	return nil
 }

@@ -200,3 +200,51 @@ func TestClosingACheckedFileEarlyStopsItsHash(t *testing.T) {
 		t.Fatal("Close returned while the hash still ran")
 	}
 }
+
+func TestAnUnchangedFileIsHashedOncePerProcess(t *testing.T) {
+	data := bytes.Repeat([]byte("dlgate"), 100_000)
+	sum := sha256.Sum256(data)
+	path := filepath.Join(t.TempDir(), "v.data")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{log: slog.New(slog.DiscardHandler)}
+	o := ledger.Object{Key: "k", VersionID: "v1", Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
+	download := func() (checked bool) {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := s.checkWhole(t.Context(), fileBody{f}, o, nil)
+		defer body.Close()
+		_, checked = body.(*checkedFile)
+		if _, err := io.Copy(io.Discard, struct{ io.Reader }{body}); err != nil && checked {
+			t.Fatalf("download: %v", err)
+		}
+		return checked
+	}
+	if !download() {
+		t.Fatal("the first whole download was not checked")
+	}
+	if download() {
+		t.Fatal("the second download of the unchanged file was hashed again")
+	}
+	// A write behind the gateway changes the file's identity: checked again.
+	damaged := bytes.Clone(data)
+	damaged[7] ^= 1
+	if err := os.WriteFile(path, damaged, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := s.checkWhole(t.Context(), fileBody{f}, o, nil)
+	defer body.Close()
+	if _, ok := body.(*checkedFile); !ok {
+		t.Fatal("a file written since it was checked is not checked again")
+	}
+	if _, err := io.Copy(io.Discard, struct{ io.Reader }{body}); !errors.Is(err, errDigestMismatch) {
+		t.Fatalf("download of the damaged file: %v, want errDigestMismatch", err)
+	}
+}

@@ -129,6 +129,9 @@ type Server struct {
 	// claims is the part of the ledger the download path on link URLs
 	// uses (link.go, mint.go, affinity.go).
 	claims ledger.Claims
+	// verified are the stored files whose whole bytes were checked
+	// against their SHA-256 (verified.go).
+	verified verifiedFiles
 }
 
 // Drain marks the server as shutting down: /readyz answers 503 so load
