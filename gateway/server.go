@@ -129,6 +129,16 @@ type Server struct {
 	// claims is the part of the ledger the download path on link URLs
 	// uses (link.go, mint.go, affinity.go).
 	claims ledger.Claims
+	// admin is the part of the ledger the admin API's links and sessions
+	// use (admin_links.go, admin_link_create.go, admin_sessions.go);
+	// objects the object lifecycle (admin_objects.go, retention.go);
+	// upkeep the sweeper and the readiness probe (server.go).
+	admin   ledger.Admin
+	objects ledger.ObjectLedger
+	upkeep  interface {
+		ledger.Sweeper
+		ledger.Health
+	}
 	// verified are the stored files whose whole bytes were checked
 	// against their SHA-256 (verified.go).
 	verified verifiedFiles
@@ -199,7 +209,8 @@ func New(opts Options) (*Server, error) {
 	}
 	log := slog.New(contextHandler{opts.Logger.Handler()})
 	srv := &Server{Options: opts, log: log, metrics: newMetrics(opts.Version),
-		keys: token.NewKeys(opts.Secret, opts.SecretPrevious...), claims: opts.Ledger}
+		keys: token.NewKeys(opts.Secret, opts.SecretPrevious...), claims: opts.Ledger,
+		admin: opts.Ledger, objects: opts.Ledger, upkeep: opts.Ledger}
 	srv.warm = newWarmSessions(warmConfig{
 		sessions: opts.Ledger, budget: opts.Ledger, slots: opts.Ledger, log: log, now: opts.Now,
 		drew:   srv.metrics.budgetDraw.Inc,
@@ -218,7 +229,7 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
 		checks["gateway"], status = "draining", http.StatusServiceUnavailable
 	}
-	probes := map[string]func(context.Context) error{"database": s.Ledger.Ping}
+	probes := map[string]func(context.Context) error{"database": s.upkeep.Ping}
 	if p, ok := s.Store.(storage.Pinger); ok {
 		probes["store"] = p.Ping
 	}
@@ -250,7 +261,7 @@ func (s *Server) RunSweeper(ctx context.Context, interval time.Duration) {
 	defer t.Stop()
 	for {
 		for {
-			res, err := s.Ledger.Sweep(ctx, 500)
+			res, err := s.upkeep.Sweep(ctx, 500)
 			if err != nil {
 				if ctx.Err() == nil {
 					s.log.WarnContext(ctx, "sweep failed", "err", err)
