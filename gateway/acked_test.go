@@ -2,12 +2,15 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/dlgate/dlgate/internal/testenv"
 )
 
 // tcpPair is a loopback connection: the server side as the gateway sees
@@ -97,7 +100,7 @@ func TestACutResponseGivesBackWhatNeverLeftTheHost(t *testing.T) {
 
 func TestBytesStillQueuedWhenThePeerResetsGoBack(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("TCP counters are read on Linux only")
+		testenv.Require(t, "Linux's TCP counters (TCP_INFO, SIOCOUTQ)", errors.New("running on "+runtime.GOOS))
 	}
 	server, client, r := tcpPair(t)
 	m := markStream(r)
