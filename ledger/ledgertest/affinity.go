@@ -2,7 +2,6 @@ package ledgertest
 
 import (
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,24 +29,7 @@ func exerciseAffinity(t *testing.T, newLedger NewLedger) {
 		t.Parallel()
 		e := setup(t, newLedger)
 		l := e.MustLink(t, 3, bound)
-		var (
-			mu      sync.Mutex
-			created int
-			ids     = map[string]int{}
-		)
-		releaseAll(t, 20, func(int) error {
-			s, c, err := e.mintAffinity(l, "alice")
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			ids[s.ID]++
-			if c {
-				created++
-			}
-			return nil
-		})
+		created, ids := concurrentSessions(t, 20, func(int) (*ledger.Session, bool, error) { return e.mintAffinity(l, "alice") })
 		if created != 1 || len(ids) != 1 {
 			t.Fatalf("20 concurrent affinity mints: %d created, sessions %v; want one session", created, ids)
 		}
@@ -75,20 +57,7 @@ func exerciseAffinity(t *testing.T, newLedger NewLedger) {
 		if _, err := e.l.AffinitySession(e.ctx, l.ID, "alice", nil); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("AffinitySession of a revoked session: %v, want ErrNotFound", err)
 		}
-		var (
-			mu  sync.Mutex
-			ids = map[string]int{}
-		)
-		releaseAll(t, 10, func(int) error {
-			s, _, err := e.mintAffinity(l, "alice")
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			ids[s.ID]++
-			mu.Unlock()
-			return nil
-		})
+		_, ids := concurrentSessions(t, 10, func(int) (*ledger.Session, bool, error) { return e.mintAffinity(l, "alice") })
 		if len(ids) != 1 || ids[first.ID] != 0 {
 			t.Fatalf("after the revocation: sessions %v, want one new one", ids)
 		}

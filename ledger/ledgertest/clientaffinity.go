@@ -27,17 +27,17 @@ func (e *env) mintForClient(l *ledger.Link, budget int64, keys ...string) (*ledg
 	})
 }
 
-// concurrentMints runs n simultaneous mints for the client keys and
-// returns how many created a session and the sessions they returned.
-func (e *env) concurrentMints(t *testing.T, l *ledger.Link, n int, keys ...string) (int, map[string]int) {
+// concurrentSessions runs n simultaneous mints and returns how many
+// created a session and how often each session came back.
+func concurrentSessions(t *testing.T, n int, mint func(i int) (*ledger.Session, bool, error)) (int, map[string]int) {
 	t.Helper()
 	var (
 		mu      sync.Mutex
 		created int
 		ids     = map[string]int{}
 	)
-	releaseAll(t, n, func(int) error {
-		s, c, err := e.mintForClient(l, 1000, keys...)
+	releaseAll(t, n, func(i int) error {
+		s, c, err := mint(i)
 		if err != nil {
 			return err
 		}
@@ -52,6 +52,12 @@ func (e *env) concurrentMints(t *testing.T, l *ledger.Link, n int, keys ...strin
 	return created, ids
 }
 
+// concurrentMints is concurrentSessions of the client named by keys.
+func (e *env) concurrentMints(t *testing.T, l *ledger.Link, n int, keys ...string) (int, map[string]int) {
+	t.Helper()
+	return concurrentSessions(t, n, func(int) (*ledger.Session, bool, error) { return e.mintForClient(l, 1000, keys...) })
+}
+
 func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 	open := func(l *ledger.Link) { l.Delivery = ledger.DeliverySession }
 	t.Run("TwentyConcurrentFirstRequestsOfOneClientMakeOneClaimAndOneSession", func(t *testing.T) {
@@ -61,23 +67,8 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 		// Each request carries a fresh cookie id of its own, as the
 		// gateway gives one to a client that has none; the address key
 		// they share decides.
-		var (
-			mu      sync.Mutex
-			created int
-			ids     = map[string]int{}
-		)
-		releaseAll(t, 20, func(i int) error {
-			s, c, err := e.mintForClient(l, 1000, "c:fresh-"+uuid.NewString()[:8], "u:client-a")
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			ids[s.ID]++
-			if c {
-				created++
-			}
-			return nil
+		created, ids := concurrentSessions(t, 20, func(int) (*ledger.Session, bool, error) {
+			return e.mintForClient(l, 1000, "c:fresh-"+uuid.NewString()[:8], "u:client-a")
 		})
 		if created != 1 || len(ids) != 1 {
 			t.Fatalf("20 concurrent first requests of one client: %d created, sessions %v; want one", created, ids)
