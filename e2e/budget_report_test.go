@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -256,39 +254,21 @@ func settledSession(t *testing.T, db *sql.DB, sessionID string, gws ...*Gateway)
 func sessionRecords(t *testing.T, sessionID string, gws ...*Gateway) sessionStats {
 	t.Helper()
 	var st sessionStats
-	for _, g := range gws {
-		f, err := os.Open(g.StderrPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			var rec struct {
-				Msg       string `json:"msg"`
-				SessionID string `json:"session_id"`
-				Bytes     int64  `json:"bytes"`
-				Status    int    `json:"status"`
-			}
-			if json.Unmarshal(sc.Bytes(), &rec) != nil || rec.SessionID != sessionID {
-				continue
-			}
-			switch rec.Msg {
-			case "session bytes sent":
-				st.requests++
-				st.charged += rec.Bytes
-			case "session response ended early":
-				st.requests++
-				st.cut++
-				st.charged += rec.Bytes
-			case "request failed":
-				st.requests++
-				if rec.Status == 429 {
-					st.busy++
-				}
+	eachSessionLog(t, sessionID, gws, func(rec sessionLog) {
+		switch rec.Msg {
+		case "session bytes sent":
+			st.requests++
+			st.charged += rec.Bytes
+		case "session response ended early":
+			st.requests++
+			st.cut++
+			st.charged += rec.Bytes
+		case "request failed":
+			st.requests++
+			if rec.Status == 429 {
+				st.busy++
 			}
 		}
-		f.Close()
-	}
+	})
 	return st
 }

@@ -99,12 +99,19 @@ func checkConsistent(tb testing.TB, a *Admin, id string) *Link {
 	return l
 }
 
-// sentBytes sums the bytes the gateways' logs say they sent for a session
-// (every finished response, whole or cut). A process killed mid-response
-// logs nothing for it.
-func sentBytes(tb testing.TB, sessionID string, gws ...*Gateway) int64 {
+// sessionLog is the part of a JSON log line about a session that the
+// tests read.
+type sessionLog struct {
+	Msg       string `json:"msg"`
+	SessionID string `json:"session_id"`
+	Bytes     int64  `json:"bytes"`
+	Status    int    `json:"status"`
+}
+
+// eachSessionLog calls fn with every JSON log line of the gateways about
+// the session.
+func eachSessionLog(tb testing.TB, sessionID string, gws []*Gateway, fn func(sessionLog)) {
 	tb.Helper()
-	var total int64
 	for _, g := range gws {
 		f, err := os.Open(g.StderrPath)
 		if err != nil {
@@ -113,20 +120,26 @@ func sentBytes(tb testing.TB, sessionID string, gws ...*Gateway) int64 {
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
-			var rec struct {
-				Msg       string `json:"msg"`
-				SessionID string `json:"session_id"`
-				Bytes     int64  `json:"bytes"`
-			}
-			if json.Unmarshal(sc.Bytes(), &rec) != nil || rec.SessionID != sessionID {
-				continue
-			}
-			if rec.Msg == "session bytes sent" || rec.Msg == "session response ended early" {
-				total += rec.Bytes
+			var rec sessionLog
+			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.SessionID == sessionID {
+				fn(rec)
 			}
 		}
 		f.Close()
 	}
+}
+
+// sentBytes sums the bytes the gateways' logs say they sent for a session
+// (every finished response, whole or cut). A process killed mid-response
+// logs nothing for it.
+func sentBytes(tb testing.TB, sessionID string, gws ...*Gateway) int64 {
+	tb.Helper()
+	var total int64
+	eachSessionLog(tb, sessionID, gws, func(rec sessionLog) {
+		if rec.Msg == "session bytes sent" || rec.Msg == "session response ended early" {
+			total += rec.Bytes
+		}
+	})
 	return total
 }
 
