@@ -33,7 +33,10 @@ type nginx struct {
 	done chan struct{}
 }
 
-const nginxConf = `daemon off;
+// nginxHTTP is the start of every nginx configuration of the bench, up to
+// its server block: one process tree in the foreground, files in %[1]s,
+// no access log, sendfile, long keep-alive.
+const nginxHTTP = `daemon off;
 master_process on;
 worker_processes auto;
 pid %[1]s/nginx.pid;
@@ -50,7 +53,10 @@ http {
   fastcgi_temp_path %[1]s/fastcgi;
   uwsgi_temp_path %[1]s/uwsgi;
   scgi_temp_path %[1]s/scgi;
-  server {
+`
+
+// nginxConf serves %[3]s on %[2]s.
+const nginxConf = nginxHTTP + `  server {
     listen %[2]s;
     root %[3]s;
   }

@@ -336,24 +336,7 @@ func newBenchCert(tb testing.TB) *benchCert {
 // 1.3's are OpenSSL's defaults, whose client-preferred AES-128-GCM both
 // servers choose). sendfile stays on but has no effect: without kernel
 // TLS (not in this kernel) nginx encrypts in user space, as Go does.
-const nginxTLSConf = `daemon off;
-master_process on;
-worker_processes auto;
-pid %[1]s/nginx.pid;
-error_log %[1]s/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  sendfile on;
-  keepalive_requests 1000000;
-  keepalive_timeout 300s;
-  default_type application/octet-stream;
-  client_body_temp_path %[1]s/body;
-  proxy_temp_path %[1]s/proxy;
-  fastcgi_temp_path %[1]s/fastcgi;
-  uwsgi_temp_path %[1]s/uwsgi;
-  scgi_temp_path %[1]s/scgi;
-  server {
+const nginxTLSConf = nginxHTTP + `  server {
     listen %[2]s ssl http2;
     ssl_certificate %[4]s;
     ssl_certificate_key %[5]s;
