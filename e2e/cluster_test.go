@@ -46,6 +46,7 @@ func TestCluster(t *testing.T) {
 			fn   func(*testing.T)
 		}{
 			{"Aria2cWithSixteenConnectionsCompletesUnderACapOfFour", func(t *testing.T) { testAria2cSplitsASession(t, c, large) }},
+			{"ClientsAtTheCapAreNeverRefused", func(t *testing.T) { testClientsAtTheCapAreNeverRefused(t, c, large) }},
 			{"CurlResumesAKilledDownload", func(t *testing.T) { testResumeAfterKill(t, c, large, "curl") }},
 			{"WgetResumesAKilledDownload", func(t *testing.T) { testResumeAfterKill(t, c, large, "wget") }},
 			{"ASessionLinkRedirectsToANewSession", func(t *testing.T) { testSessionLinkRedirects(t, c, medium) }},

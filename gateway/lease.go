@@ -17,6 +17,7 @@ type slotLease struct {
 	sessionID, holder string
 	lost              chan struct{}
 	stop              context.CancelFunc
+	idleTimer         *time.Timer // while idle (warm.keepIdle): its release
 }
 
 // lease takes a slot in the database and keeps renewing it every lease/3

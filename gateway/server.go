@@ -101,6 +101,13 @@ type Options struct {
 	WarmIdle   time.Duration
 	WarmRowTTL time.Duration
 	WarmBudget int64
+	// SlotIdle is how long a process keeps a finished request's
+	// concurrency slot for the session's next request (default
+	// DefaultSlotIdle); SlotWait how long a request that finds every slot
+	// held waits for one before its 429 (default DefaultSlotWait, at
+	// least twice SlotIdle).
+	SlotIdle time.Duration
+	SlotWait time.Duration
 	// RefusalHold is how long the 429 of a client throttled for its
 	// refusals is held before it is sent (refusals.go; default
 	// DefaultRefusalHold, negative sends it at once).
@@ -195,6 +202,13 @@ func New(opts Options) (*Server, error) {
 	if opts.WarmIdle <= 0 {
 		opts.WarmIdle = DefaultWarmIdle
 	}
+	if opts.SlotIdle <= 0 {
+		opts.SlotIdle = DefaultSlotIdle
+	}
+	if opts.SlotWait <= 0 {
+		opts.SlotWait = DefaultSlotWait
+	}
+	opts.SlotWait = max(opts.SlotWait, 2*opts.SlotIdle)
 	if opts.WarmRowTTL <= 0 {
 		opts.WarmRowTTL = DefaultWarmRowTTL
 	}
@@ -215,6 +229,7 @@ func New(opts Options) (*Server, error) {
 		sessions: opts.Ledger, budget: opts.Ledger, slots: opts.Ledger, log: log, now: opts.Now,
 		drew:   srv.metrics.budgetDraw.Inc,
 		rowTTL: opts.WarmRowTTL, idle: opts.WarmIdle, lease: opts.SlotLease, keep: opts.WarmBudget,
+		slotIdle: opts.SlotIdle, slotWait: opts.SlotWait,
 	})
 	srv.refusals = newRefusalGuard(srv)
 	return srv, nil

@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,19 +20,28 @@ import (
 //   - the session row, for at most WarmRowTTL after it was read: a
 //     revocation made on another process takes effect here within that
 //     time (one made through this process's admin API at once);
-//   - its concurrency slots, still leased in the database and renewed, so
-//     the cap stays exact across processes: an idle slot kept here is a
-//     slot no other process can take;
 //   - the byte budget it drew but did not send, at most WarmBudget, so a
 //     crash loses no more than the one chunk it always could.
 //
-// Then it releases the slots and returns the budget.
+// Then it returns the budget. A finished request's concurrency slot stays
+// for SlotIdle only (still leased in the database, so the cap stays exact
+// across processes): a slot kept idle here is one no other process can
+// take, so a request that finds the session's slots all held waits up to
+// SlotWait, longer than any process keeps one idle, before its 429. A
+// client that never has more requests in flight than the cap is never
+// refused, whichever process its next request reaches.
 
 // Defaults of the warm-session knobs (Options.WarmIdle, …).
 const (
 	DefaultWarmIdle   = time.Second
 	DefaultWarmRowTTL = time.Second
 	DefaultWarmBudget = sessions.DefaultChunk
+	// A download manager's next range follows its last one within a
+	// round trip; a slot idle longer than that is better released.
+	DefaultSlotIdle = 50 * time.Millisecond
+	// Five times SlotIdle: the slot another process kept idle is back in
+	// the database well before a waiting request gives up.
+	DefaultSlotWait = 250 * time.Millisecond
 )
 
 // warmConfig is what warm sessions need: the parts of the ledger they
@@ -45,10 +56,11 @@ type warmConfig struct {
 	now func() time.Time
 	// drew counts a budget draw (a metric).
 	drew func()
-	// rowTTL, idle, keep and lease are Options.WarmRowTTL, WarmIdle,
-	// WarmBudget and SlotLease.
-	rowTTL, idle, lease time.Duration
-	keep                int64
+	// rowTTL, idle, keep, lease, slotIdle and slotWait are
+	// Options.WarmRowTTL, WarmIdle, WarmBudget, SlotLease, SlotIdle and
+	// SlotWait.
+	rowTTL, idle, lease, slotIdle, slotWait time.Duration
+	keep                                    int64
 }
 
 type warmSessions struct {
@@ -62,12 +74,14 @@ type warmSessions struct {
 type warmSession struct {
 	id, linkID, hash string
 	row              *ledger.Session
-	rowAt            time.Time // monotonic: when row was read
-	idle             []*slotLease
+	rowAt            time.Time     // monotonic: when row was read
+	idle             []*slotLease  // slots of finished requests, for SlotIdle each
+	freed            chan struct{} // closed when a slot goes idle (awaitSlot)
 	budget           int64         // drawn, unsent, free for the next request
 	drawn            chan struct{} // while a request of this process draws for it: closed when done
 	busy             int           // requests of this process using it now
 	waiting          int           // of them, waiting in takeBudget
+	budgetWaits      int           // times one of them went to sleep there (tests)
 	wake             chan struct{}
 	timer            *time.Timer
 }
@@ -79,6 +93,10 @@ func newWarmSessions(c warmConfig) *warmSessions {
 	if c.now == nil {
 		c.now = time.Now
 	}
+	if c.slotIdle <= 0 {
+		c.slotIdle = DefaultSlotIdle
+	}
+	c.slotWait = max(c.slotWait, 2*c.slotIdle)
 	return &warmSessions{warmConfig: c, byID: map[string]*warmSession{}, byHash: map[string]*warmSession{}}
 }
 
@@ -137,27 +155,102 @@ func (w *warmSessions) begin(ctx context.Context, x *ledger.Session, need int64)
 	// their own and give most of it back.
 	budget := min(e.budget, need)
 	e.budget -= budget
-	var l *slotLease
-	for len(e.idle) > 0 && l == nil {
-		l = e.idle[len(e.idle)-1]
-		e.idle = e.idle[:len(e.idle)-1]
-		select {
-		case <-l.lost:
-			l.stop()
-			l = nil // reclaimed by another process: try the next one
-		default:
-		}
-	}
+	l := e.takeIdle()
 	w.mu.Unlock()
 	if l != nil {
 		return l, budget, nil
 	}
 	l, err := w.takeSlot(ctx, x.ID)
+	if errors.Is(err, ledger.ErrNoSlot) {
+		l, err = w.awaitSlot(ctx, x.ID)
+	}
 	if err != nil {
 		w.end(x.ID, nil, budget, true)
 		return nil, 0, err
 	}
 	return l, budget, nil
+}
+
+// takeIdle hands out a slot a finished request of this process left idle,
+// if there is one still leased; the caller holds w.mu.
+func (e *warmSession) takeIdle() *slotLease {
+	for len(e.idle) > 0 {
+		l := e.idle[len(e.idle)-1]
+		e.idle = e.idle[:len(e.idle)-1]
+		l.idleTimer.Stop()
+		select {
+		case <-l.lost:
+			l.stop() // reclaimed by another process: try the next one
+		default:
+			return l
+		}
+	}
+	return nil
+}
+
+// keepIdle keeps a finished request's slot for the session's next request
+// here, for SlotIdle; the caller holds w.mu.
+func (w *warmSessions) keepIdle(e *warmSession, l *slotLease) {
+	e.idle = append(e.idle, l)
+	l.idleTimer = time.AfterFunc(w.slotIdle, func() {
+		w.mu.Lock()
+		i := slices.Index(e.idle, l)
+		if i >= 0 {
+			e.idle = slices.Delete(e.idle, i, i+1)
+		}
+		w.mu.Unlock()
+		if i >= 0 {
+			w.release([]*slotLease{l}, e.id, 0)
+		}
+	})
+	if e.freed != nil {
+		close(e.freed)
+		e.freed = nil
+	}
+}
+
+// awaitSlot waits, up to SlotWait, for a slot of a session whose slots the
+// database found all held: one a request of this process leaves idle, or
+// one another process releases (none keeps one idle longer than
+// SlotIdle). Errors: ErrNoSlot, when the cap stayed full; the context's.
+func (w *warmSessions) awaitSlot(ctx context.Context, sessionID string) (*slotLease, error) {
+	deadline := time.Now().Add(w.slotWait)
+	pause := max(w.slotIdle/8, time.Millisecond)
+	for {
+		w.mu.Lock()
+		e := w.byID[sessionID]
+		var freed <-chan struct{}
+		if e != nil {
+			if l := e.takeIdle(); l != nil {
+				w.mu.Unlock()
+				return l, nil
+			}
+			if e.freed == nil {
+				e.freed = make(chan struct{})
+			}
+			freed = e.freed
+		}
+		w.mu.Unlock()
+		wait := min(pause, time.Until(deadline))
+		if wait <= 0 {
+			return nil, ledger.ErrNoSlot
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-freed:
+			t.Stop()
+			continue // a slot of this process: take it above
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, context.Cause(ctx)
+		}
+		l, err := w.takeSlot(ctx, sessionID)
+		if !errors.Is(err, ledger.ErrNoSlot) {
+			return l, err
+		}
+		pause = min(2*pause, w.slotIdle)
+	}
 }
 
 // fill hands a request of the session up to most bytes of its budget:
@@ -223,6 +316,12 @@ func (w *warmSessions) fill(ctx context.Context, sessionID string, most, want in
 func (w *warmSessions) takeBudget(ctx context.Context, sessionID string) int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	var in *warmSession // the entry this request counts itself waiting on
+	defer func() {
+		if in != nil {
+			in.waiting--
+		}
+	}()
 	for {
 		e := w.byID[sessionID]
 		if e == nil {
@@ -233,29 +332,41 @@ func (w *warmSessions) takeBudget(ctx context.Context, sessionID string) int64 {
 			e.budget = 0
 			return b
 		}
-		if e.busy-e.waiting <= 1 {
+		others := e.waiting
+		if in == e {
+			others--
+		}
+		if e.busy-others <= 1 {
 			return 0 // no other request here holds any: the budget is spent
 		}
-		e.waiting++
-		ch := e.notify()
+		if in != e {
+			if in != nil {
+				in.waiting-- // its entry was forgotten and made anew
+			}
+			in = e
+			e.waiting++
+			e.changed() // one waiter more: the others look again
+		}
+		ch := e.next()
+		e.budgetWaits++
 		w.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
 		}
 		w.mu.Lock()
-		e.waiting--
 		if ctx.Err() != nil {
 			return 0
 		}
 	}
 }
 
-// notify returns a channel closed at e's next change; the caller holds
-// w.mu. Making one is itself a change: other waiters look again.
-func (e *warmSession) notify() <-chan struct{} {
-	e.changed()
-	e.wake = make(chan struct{})
+// next returns a channel closed at e's next change; the caller holds
+// w.mu. Waiting is no change: two waiters never wake each other in turn.
+func (e *warmSession) next() <-chan struct{} {
+	if e.wake == nil {
+		e.wake = make(chan struct{})
+	}
 	return e.wake
 }
 
@@ -290,7 +401,7 @@ func (w *warmSessions) end(sessionID string, l *slotLease, unsent int64, complet
 				l.stop()
 			default:
 				if keepSlot {
-					e.idle = append(e.idle, l)
+					w.keepIdle(e, l)
 				} else {
 					slots = append(slots, l)
 				}
