@@ -376,6 +376,7 @@ func baseServer(h http.Handler, tlsConf *tls.Config, log *slog.Logger) *http.Ser
 		DisableGeneralOptionsHandler: true,
 		TLSConfig:                    tlsConf,
 		HTTP2:                        tlsserve.HTTP2Config(),
+		ConnState:                    tlsserve.EnableHTTP2Batching, // a no-op without TLS
 	}
 }
 

@@ -52,10 +52,12 @@ func testRenewal(o *tlsserve.ACMEOptions) {
 	}
 }
 
-// serveOn serves s on l, over TLS when s has a TLS configuration.
+// serveOn serves s on l, over TLS when s has a TLS configuration, with
+// the writes of HTTP/2 connections batched beneath TLS (baseServer sets
+// the ConnState hook that turns them on; internal/tlsserve/batch.go).
 func serveOn(s *http.Server, l net.Listener) error {
 	if s.TLSConfig != nil {
-		return s.ServeTLS(l, "", "")
+		return s.ServeTLS(tlsserve.BatchListener(l), "", "")
 	}
 	return s.Serve(l)
 }
