@@ -28,10 +28,12 @@ import (
 // kernel's backlog. The test speaks HTTP/2 frame by frame (x/net/http2's
 // Framer), as an attacker would: Go's client refuses to send most of it.
 //
-// Not here, because they take minutes: a header block left unfinished
-// and an idle connection are closed after the server's IdleTimeout
-// (2 min), a connection that never sends the preface after 10 s
-// (net/http's preface timeout).
+// A connection that completes TLS with ALPN h2 and never sends the
+// client preface is closed by net/http's preface timeout (10 s):
+// TestHTTP2AConnectionThatNeverSendsThePrefaceIsClosed. Not here, because
+// they take minutes: a header block left unfinished and an idle
+// connection (preface and SETTINGS sent, then nothing) are closed after
+// the server's IdleTimeout (2 min); nothing tests those two.
 
 // TestHTTP2SlowBodiesHugeHeadersAndStreamFloods runs each attack on its
 // own connection while normal HTTP/2 downloads go on beside it.
@@ -266,6 +268,67 @@ func TestHTTP2IdleConnectionsWaitPastTheLimit(t *testing.T) {
 	resp.Body.Close()
 	if err != nil || sha256.Sum256(body) != obj.Sum {
 		t.Errorf("download after the idle connections closed: %d bytes (%v), not the object", len(body), err)
+	}
+}
+
+// TestHTTP2AConnectionThatNeverSendsThePrefaceIsClosed completes the TLS
+// handshake with ALPN h2 and then sends nothing: the gateway writes its
+// SETTINGS and closes the connection once net/http's preface timeout
+// (10 s) has passed, within the test's 30 s read deadline, while HTTP/2
+// downloads on another connection go on.
+func TestHTTP2AConnectionThatNeverSendsThePrefaceIsClosed(t *testing.T) {
+	t.Parallel()
+	certFile, keyFile := e2eCA.MustWritePair(t, t.TempDir(), 5003, false)
+	g := MustStartTLSGateway(t, "hostile-h2-preface", map[string]string{"GATEWAY_TLS_CERT": certFile, "GATEWAY_TLS_KEY": keyFile})
+	admin := g.HTTPSAdmin()
+	obj := admin.MustUpload(t, "hostile-h2/preface.bin", 256<<10)
+	normal := admin.MustCreateLink(t, obj, LinkRequest{Downloads: 100000})
+
+	raw, err := (&net.Dialer{Timeout: 10 * time.Second}).Dial("tcp", g.PublicAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	conn := tls.Client(raw, &tls.Config{RootCAs: e2eCA.Pool, ServerName: "localhost", NextProtos: []string{"h2"}})
+	conn.SetDeadline(time.Now().Add(10 * time.Second)) //nolint:errcheck // TCP
+	if err := conn.Handshake(); err != nil {
+		t.Fatalf("TLS handshake: %v", err)
+	}
+	if p := conn.ConnectionState().NegotiatedProtocol; p != "h2" {
+		t.Fatalf("ALPN chose %q, not h2", p)
+	}
+	start := time.Now()
+	downloads := startH2Downloads(t, normal.URL, obj)
+
+	// Read what the server sends, sending nothing, until it closes the
+	// connection; a read past the deadline is the failure.
+	conn.SetDeadline(start.Add(30 * time.Second)) //nolint:errcheck // TCP
+	fr := http2.NewFramer(io.Discard, conn)
+	var frames []string
+	for {
+		f, err := fr.ReadFrame()
+		if err == nil {
+			frames = append(frames, f.Header().Type.String())
+			continue
+		}
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+			t.Fatalf("connection without a preface still open %v after the handshake (frames read: %v)", time.Since(start).Round(time.Millisecond), frames)
+		}
+		t.Logf("connection without a preface closed by the server %v after the handshake (%v); frames read before: %v",
+			time.Since(start).Round(time.Millisecond), err, frames)
+		break
+	}
+	if len(frames) == 0 || frames[0] != "SETTINGS" {
+		t.Errorf("frames before the close %v, want the server's SETTINGS first (an HTTP/2 connection, not a refused handshake)", frames)
+	}
+
+	n, failed := downloads.stop()
+	t.Logf("HTTP/2 downloads on another connection meanwhile: %d, %d failed", n, len(failed))
+	if len(failed) > 0 {
+		t.Errorf("%d downloads failed beside the connection without a preface, first: %s", len(failed), failed[0])
+	}
+	if n == 0 {
+		t.Error("no download completed beside the connection without a preface")
 	}
 }
 

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,6 +106,88 @@ func TestHTTPSCertificateFilesReloadWhileADownloadRuns(t *testing.T) {
 	}
 	admin.checkCounts(t, other.ID, 1, 0, 0)
 	checkNoTokenInLogs(t, g)
+}
+
+// TestHTTPSSIGHUPAloneReloadsTheCertificateFiles keeps the file poller
+// out of the way (DLGATE_TEST_TLS_POLL=1h: it looks at the files when the
+// gateway starts, then in an hour) so that SIGHUP is the only thing that
+// can reload the pair. A SIGHUP with the files unchanged reads them again
+// and logs no reload, the serial as it was; a pair replaced on disk is not
+// served until the signal, and is served once the signal has logged
+// "tls: certificate reloaded".
+func TestHTTPSSIGHUPAloneReloadsTheCertificateFiles(t *testing.T) {
+	t.Parallel()
+	certDir := t.TempDir()
+	certFile, keyFile := e2eCA.MustWritePair(t, certDir, 1101, false)
+	g := MustStartTLSGateway(t, "https-sighup", map[string]string{
+		"GATEWAY_TLS_CERT": certFile, "GATEWAY_TLS_KEY": keyFile, "DLGATE_TEST_TLS_POLL": "1h",
+	})
+	// The poller logs this after its first look at the files; its next is
+	// an hour away. watchTLS subscribes to SIGHUP before it starts the
+	// poller, so from here on a SIGHUP is handled (not the default exit).
+	if line := waitLog(t, g.StderrPath, "tls: watching the certificate files", 10*time.Second); !strings.Contains(line, "poll=1h0m0s") {
+		t.Fatalf("the poller's line %q does not say poll=1h0m0s: DLGATE_TEST_TLS_POLL was not applied", line)
+	}
+	hup := func() {
+		t.Helper()
+		if err := syscall.Kill(g.Pid(), syscall.SIGHUP); err != nil {
+			t.Fatalf("SIGHUP to %s (pid %d): %v", g.Name, g.Pid(), err)
+		}
+	}
+	logCount := func(substr string) int {
+		b, _ := os.ReadFile(g.StderrPath)
+		return countLines(string(b), substr)
+	}
+	// waitUnchanged waits for the n-th "unchanged" line, the sign that a
+	// SIGHUP was handled without a reload (tlsserve.Server.Reload).
+	waitUnchanged := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for logCount("tls: certificate files read again; the certificate is unchanged") < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("SIGHUP number %d with unchanged files not handled within 10 s; last lines:\n%s", n, tail(g.StderrPath, 20))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	// Unchanged files: read again, nothing reloaded, nothing refused.
+	hup()
+	waitUnchanged(1)
+	if n := logCount("tls: certificate reloaded"); n != 0 {
+		t.Errorf("%d reloads logged after a SIGHUP with unchanged files, want 0", n)
+	}
+	if n := logCount("new certificate refused"); n != 0 {
+		t.Errorf("%d refusals logged after a SIGHUP with unchanged files, want 0", n)
+	}
+	if got := servedSerial(t, g.PublicAddr, "localhost", e2eCA.Pool); got.Int64() != 1101 {
+		t.Errorf("serial %v served after a SIGHUP with unchanged files, want 1101", got)
+	}
+
+	// A new pair on disk: still the old one until SIGHUP (the poller's
+	// next look is an hour away), the new one after it.
+	e2eCA.MustWritePair(t, certDir, 1102, false)
+	if got := servedSerial(t, g.PublicAddr, "localhost", e2eCA.Pool); got.Int64() != 1101 {
+		t.Fatalf("serial %v served right after the files changed, before any SIGHUP, want the old 1101", got)
+	}
+	hup()
+	line := waitLog(t, g.StderrPath, "tls: certificate reloaded", 10*time.Second)
+	if want := fmt.Sprintf("serial=%x", 1102); !strings.Contains(line, want) {
+		t.Errorf("reload line %q, want %s", line, want)
+	}
+	if got := servedSerial(t, g.PublicAddr, "localhost", e2eCA.Pool); got.Int64() != 1102 {
+		t.Errorf("serial %v served after SIGHUP, want 1102", got)
+	}
+
+	// SIGHUP again, the files as they are now: no second reload.
+	hup()
+	waitUnchanged(2)
+	if n := logCount("tls: certificate reloaded"); n != 1 {
+		t.Errorf("%d reloads logged after one change and three SIGHUPs, want 1", n)
+	}
+	if got := servedSerial(t, g.PublicAddr, "localhost", e2eCA.Pool); got.Int64() != 1102 {
+		t.Errorf("serial %v served after a SIGHUP with unchanged files, want 1102", got)
+	}
 }
 
 // TestHTTP2SessionCapCountsRequests opens five streams on one HTTP/2

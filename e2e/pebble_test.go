@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -183,12 +184,20 @@ func TestACMETwoProcessesShareOneCertificate(t *testing.T) {
 	if s1 != s2 {
 		t.Errorf("the two processes serve serials %s and %s, want one certificate", s1, s2)
 	}
+	// certmagic stores a certificate, where a handshake may find it,
+	// before it reports it obtained: wait up to 10 s for the report.
 	obtained := 0
-	for _, g := range []*Gateway{g1, g2} {
-		b, _ := os.ReadFile(g.StderrPath)
-		// The gateway's own line; certmagic's "certificate obtained
-		// successfully" (at debug) is not counted twice.
-		obtained += strings.Count(string(b), `msg="acme: certificate obtained"`)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		obtained = 0
+		for _, g := range []*Gateway{g1, g2} {
+			b, _ := os.ReadFile(g.StderrPath)
+			// The gateway's own line; certmagic's "certificate obtained
+			// successfully" (at debug) is not counted twice.
+			obtained += strings.Count(string(b), `msg="acme: certificate obtained"`)
+		}
+		if obtained > 0 || time.Now().After(deadline) {
+			break
+		}
 	}
 	if obtained != 1 {
 		t.Errorf("%d certificates obtained by two processes sharing a cache, want 1", obtained)
@@ -280,4 +289,69 @@ func TestACMERenewalDropsNoRequest(t *testing.T) {
 	line := waitLog(t, g.StderrPath, "renewal=true", 5*time.Second)
 	t.Logf("%d downloads on fresh connections, none failed; serial %s → %s; %s", downloads, first, renewed, line)
 	admin.checkCounts(t, link.ID, 10000-downloads, downloads, 0)
+}
+
+// TestACMEHTTP01AloneGetsACertificate leaves pebble only HTTP-01 to
+// validate with: it checks TLS-ALPN-01 on a port where nothing listens
+// (the gateway's public listener is on another), so a TLS-ALPN-01
+// attempt fails, and HTTP-01 on the gateway's redirect listener. The
+// gateway gets pebble's certificate for acmeDomain, having answered
+// HTTP-01 there, and serves a link over it byte-exact with one claim.
+// (TLS-ALPN-01 alone is TestACMERenewalDropsNoRequest: no
+// GATEWAY_REDIRECT_LISTEN, so HTTP-01 is off and pebble's HTTP port is
+// one where nothing listens.)
+func TestACMEHTTP01AloneGetsACertificate(t *testing.T) {
+	t.Parallel()
+	noTLSALPN, httpPort := testenv.FreePort(t), testenv.FreePort(t)
+	p := MustStartPebble(t, noTLSALPN, httpPort)
+	tlsPort := testenv.FreePort(t)
+	g := MustStartTLSGateway(t, "acme-http01", acmeEnv(t, p, filepath.Join(t.TempDir(), "data"), "http01", tlsPort, httpPort))
+	serial := acmeSerial(t, g.PublicAddr, p, 60*time.Second)
+	// certmagic stores the certificate, where a handshake may find it,
+	// before it reports it obtained: wait for the report.
+	waitLog(t, g.StderrPath, `msg="acme: certificate obtained"`, 10*time.Second)
+	b, _ := os.ReadFile(g.StderrPath)
+	log := string(b)
+	if n := strings.Count(log, `msg="acme: certificate obtained"`); n != 1 {
+		t.Errorf("%d certificates obtained, want 1", n)
+	}
+	// certmagic's own lines (at debug): the HTTP-01 answer served on the
+	// redirect listener, and no TLS-ALPN-01 certificate served, since
+	// pebble cannot reach the port it would be served on.
+	served, tried := "", []string{}
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, `msg="acme: served key authentication"`) {
+			served = line
+		}
+		if _, typ, ok := strings.Cut(line, "challenge_type="); ok && strings.Contains(line, "trying to solve challenge") {
+			tried = append(tried, strings.Fields(typ)[0])
+		}
+	}
+	t.Logf("challenges tried, in order: %v", tried)
+	if !strings.Contains(served, "challenge=http-01") {
+		t.Errorf("no HTTP-01 key authorization served on the redirect listener (last line: %q)", strings.TrimSpace(served))
+	}
+	if strings.Contains(log, "served key authentication certificate") {
+		t.Errorf("a TLS-ALPN-01 challenge certificate was served, with pebble checking TLS-ALPN-01 on port %d where nothing listens", noTLSALPN)
+	}
+
+	admin := g.HTTPSAdmin()
+	obj := admin.MustUpload(t, "acme/http01.bin", 1<<20)
+	link := admin.MustCreateLink(t, obj, LinkRequest{Downloads: 1})
+	if want := fmt.Sprintf("https://%s:%d/d/", acmeDomain, tlsPort); !strings.HasPrefix(link.URL, want) {
+		t.Fatalf("link URL %s, want it under %s (the first ACME domain)", redact(link.URL), want)
+	}
+	resp, err := resolving(g.PublicAddr, p.Roots, false).Get(link.URL)
+	if err != nil {
+		t.Fatalf("GET over the HTTP-01 certificate: %v", err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || sha256.Sum256(body) != obj.Sum {
+		t.Fatalf("download: %s over %s, %d bytes (%v), not the object's %d", resp.Status, resp.Proto, len(body), err, len(obj.Data))
+	}
+	if got := resp.TLS.PeerCertificates[0].SerialNumber.Text(16); got != serial {
+		t.Errorf("the download was served serial %s, want pebble's %s", got, serial)
+	}
+	admin.checkCounts(t, link.ID, 0, 1, 0)
 }

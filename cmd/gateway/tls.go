@@ -26,6 +26,7 @@ func newTLS(ctx context.Context, cfg *config.Config, publicAddr, redirectAddr st
 		AdminCertFile: cfg.AdminTLSCert, AdminKeyFile: cfg.AdminTLSKey,
 		Logger: log,
 	}
+	testPoll(&o)
 	if domains := cfg.ACMEDomainList(); len(domains) > 0 {
 		o.ACME = &tlsserve.ACMEOptions{
 			Domains: domains, Email: cfg.ACMEEmail, Directory: cfg.ACMEDirectory,
@@ -49,6 +50,17 @@ func testRenewal(o *tlsserve.ACMEOptions) {
 	}
 	if d, err := time.ParseDuration(os.Getenv("DLGATE_TEST_ACME_RENEW_CHECK")); err == nil && d > 0 {
 		o.RenewCheckInterval = d
+	}
+}
+
+// testPoll lets the e2e tests show that SIGHUP alone reloads the
+// certificate files (e2e/https_test.go): DLGATE_TEST_TLS_POLL, a Go
+// duration, is how often the files are looked at (default
+// tlsserve.DefaultPoll); an hour keeps the poller out of a test's way.
+// Operators have no reason to set it.
+func testPoll(o *tlsserve.Options) {
+	if d, err := time.ParseDuration(os.Getenv("DLGATE_TEST_TLS_POLL")); err == nil && d > 0 {
+		o.Poll = d
 	}
 }
 

@@ -159,14 +159,19 @@ func (s *Server) pairs() map[*Pair]string {
 }
 
 // Reload reads every pair's files again (SIGHUP) and logs what happened:
-// a new certificate in force, or a refused one and the old kept.
+// a new certificate in force, a refused one and the old kept, or (at
+// debug) the certificate in force read again unchanged.
 func (s *Server) Reload() {
 	for p, listeners := range s.pairs() {
-		s.reload(p, listeners)
+		if changed, err := s.reload(p, listeners); !changed && err == nil {
+			certFile, _ := p.Files()
+			s.log.Debug("tls: certificate files read again; the certificate is unchanged", "listener", listeners,
+				"cert_file", certFile, "serial", serial(p.Certificate().Leaf))
+		}
 	}
 }
 
-func (s *Server) reload(p *Pair, listeners string) bool {
+func (s *Server) reload(p *Pair, listeners string) (bool, error) {
 	changed, err := p.Reload()
 	certFile, keyFile := p.Files()
 	switch {
@@ -177,7 +182,7 @@ func (s *Server) reload(p *Pair, listeners string) bool {
 	case changed:
 		s.logPair(listeners, p, "certificate reloaded")
 	}
-	return changed
+	return changed, err
 }
 
 func (s *Server) logPair(listeners string, p *Pair, msg string) {
@@ -201,14 +206,21 @@ func (s *Server) Run(ctx context.Context) {
 	}
 	t := time.NewTicker(s.opts.Poll)
 	defer t.Stop()
-	for {
+	for first := true; ; first = false {
 		for p, listeners := range pairs {
-			if p.changed() && s.reload(p, listeners) {
-				nextStaple[p] = time.Now()
+			if p.changed() {
+				if changed, _ := s.reload(p, listeners); changed {
+					nextStaple[p] = time.Now()
+				}
 			}
 			if now := time.Now(); !now.Before(nextStaple[p]) {
 				nextStaple[p] = s.staple(ctx, p, listeners, now)
 			}
+		}
+		if first {
+			// Files changed from now on are read at the next poll (or
+			// SIGHUP): e2e/https_test.go waits for this line.
+			s.log.Debug("tls: watching the certificate files", "poll", s.opts.Poll.String())
 		}
 		select {
 		case <-ctx.Done():
