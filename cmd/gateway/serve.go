@@ -257,7 +257,7 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	log.Info("starting", "config", cfg)
 
 	hs := newHTTPServers(srv, certs, publicURL, ls.redirect != nil, log)
-	go watchTLS(ctx, certs)
+	watchTLS(ctx, certs) // SIGHUP is ours before the first connection
 	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSweep()
 	go srv.RunSweeper(sweepCtx, cfg.SweepInterval)

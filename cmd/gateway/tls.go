@@ -75,12 +75,17 @@ func serveOn(s *http.Server, l net.Listener) error {
 }
 
 // watchTLS reloads the certificate files on SIGHUP and when they change,
-// until ctx ends.
+// until ctx ends. It subscribes to SIGHUP before it returns (a SIGHUP's
+// default action would end the process) and watches in the background.
 func watchTLS(ctx context.Context, t *tlsserve.Server) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	go t.Run(ctx)
+	go reloadOnHUP(ctx, t, hup)
+}
+
+func reloadOnHUP(ctx context.Context, t *tlsserve.Server, hup chan os.Signal) {
+	defer signal.Stop(hup)
 	for {
 		select {
 		case <-ctx.Done():
