@@ -84,7 +84,11 @@ func (w *recorder) ReadFrom(src io.Reader) (int64, error) {
 	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
 		n, err = rf.ReadFrom(src)
 	} else {
-		n, err = io.Copy(struct{ io.Writer }{w.ResponseWriter}, src)
+		// HTTP/2: no sendfile; a pooled buffer instead of the 32 KiB one
+		// io.Copy would allocate for every slice.
+		buf := getBuf()
+		n, err = io.CopyBuffer(struct{ io.Writer }{w.ResponseWriter}, src, buf)
+		putBuf(buf)
 	}
 	w.bytes += n
 	return n, err
