@@ -28,8 +28,9 @@ test: deps
 	$(TESTPATH) $(GO) test -count=1 -timeout 20m $(PKGS)
 
 # RACE_PKGS are the packages whose tests run goroutines against shared
-# state (claims, slots, budgets, caches, key refresh, delivery workers).
-RACE_PKGS ?= ./gateway/ ./ledger/... ./auth/ ./token/ ./sessions/ ./preview/ ./internal/refusal/ $(wildcard ./webhook/)
+# state (claims, slots, budgets, caches, key refresh, delivery workers,
+# the batched writes beneath TLS).
+RACE_PKGS ?= ./gateway/ ./ledger/... ./auth/ ./token/ ./sessions/ ./preview/ ./internal/refusal/ ./internal/tlsserve/ $(wildcard ./webhook/)
 
 test-race: deps
 	$(TESTPATH) $(GO) test -race -count=1 -timeout 20m $(RACE_PKGS)

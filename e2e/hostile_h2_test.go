@@ -169,14 +169,7 @@ func TestHTTP2SlowBodiesHugeHeadersAndStreamFloods(t *testing.T) {
 		admin.checkCounts(t, target.ID, 5, 0, 0)
 	})
 
-	n, failed := downloads.stop()
-	t.Logf("normal HTTP/2 downloads beside the attacks: %d, %d failed", n, len(failed))
-	if len(failed) > 0 {
-		t.Errorf("%d normal downloads failed beside the attacks, first: %s", len(failed), failed[0])
-	}
-	if n == 0 {
-		t.Error("no normal download completed beside the attacks")
-	}
+	downloads.checkBeside(t, "the attacks")
 	checkNoTokenInLogs(t, g)
 }
 
@@ -322,14 +315,7 @@ func TestHTTP2AConnectionThatNeverSendsThePrefaceIsClosed(t *testing.T) {
 		t.Errorf("frames before the close %v, want the server's SETTINGS first (an HTTP/2 connection, not a refused handshake)", frames)
 	}
 
-	n, failed := downloads.stop()
-	t.Logf("HTTP/2 downloads on another connection meanwhile: %d, %d failed", n, len(failed))
-	if len(failed) > 0 {
-		t.Errorf("%d downloads failed beside the connection without a preface, first: %s", len(failed), failed[0])
-	}
-	if n == 0 {
-		t.Error("no download completed beside the connection without a preface")
-	}
+	downloads.checkBeside(t, "the connection without a preface")
 }
 
 // h2Conn is one HTTP/2 connection over TLS driven frame by frame.
@@ -526,6 +512,20 @@ func startH2Downloads(tb testing.TB, rawURL string, obj *Object) *h2Downloads {
 
 // stop ends the downloads (once) and returns how many completed and the
 // failures.
+// checkBeside stops the downloads and fails the test unless some ran and
+// none failed beside what (the attack of the test).
+func (d *h2Downloads) checkBeside(tb testing.TB, what string) {
+	tb.Helper()
+	n, failed := d.stop()
+	tb.Logf("HTTP/2 downloads on another connection beside %s: %d, %d failed", what, n, len(failed))
+	if len(failed) > 0 {
+		tb.Errorf("%d downloads failed beside %s, first: %s", len(failed), what, failed[0])
+	}
+	if n == 0 {
+		tb.Errorf("no download completed beside %s", what)
+	}
+}
+
 func (d *h2Downloads) stop() (int, []string) {
 	select {
 	case <-d.stopc:
