@@ -478,11 +478,19 @@ func (w *warmSessions) drop(e *warmSession) {
 	}
 }
 
-// release gives slots and budget back to the database. It runs detached
-// from any request: a client that left must not leave a slot behind.
+// release gives slots and budget back to the database, the budget first:
+// a request waiting for a slot (awaitSlot) takes it the moment it is
+// released, and must find the budget the slot's request held already
+// back. It runs detached from any request: a client that left must not
+// leave a slot behind.
 func (w *warmSessions) release(slots []*slotLease, sessionID string, budget int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if budget > 0 {
+		if err := w.budget.ReturnBytes(ctx, sessionID, budget); err != nil {
+			w.log.WarnContext(ctx, "budget return failed", "session_id", sessionID, "bytes", budget, "err", err)
+		}
+	}
 	for _, l := range slots {
 		if l == nil {
 			continue
@@ -490,11 +498,6 @@ func (w *warmSessions) release(slots []*slotLease, sessionID string, budget int6
 		l.stop()
 		if err := w.slots.ReleaseSlot(ctx, l.sessionID, l.holder); err != nil {
 			w.log.WarnContext(ctx, "slot release failed; the lease will lapse", "session_id", l.sessionID, "err", err)
-		}
-	}
-	if budget > 0 {
-		if err := w.budget.ReturnBytes(ctx, sessionID, budget); err != nil {
-			w.log.WarnContext(ctx, "budget return failed", "session_id", sessionID, "bytes", budget, "err", err)
 		}
 	}
 }

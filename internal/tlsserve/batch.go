@@ -66,15 +66,19 @@ type batchConn struct {
 	on   bool
 	// pending is written by the flusher; next gathers Writes meanwhile.
 	next []byte
-	// deadline is the earliest write deadline of the bytes in next, and
-	// span the time it gave them (for extending it while bytes move).
-	deadline time.Time
-	span     time.Duration
-	wd       time.Time // the write deadline last set
-	writing  bool      // a flusher goroutine runs
-	drained  chan struct{}
-	err      error
-	closed   bool
+	// span is the shortest time a write deadline gave the bytes in next
+	// (0: none had one). Their write must move a byte within it, counted
+	// from when the flusher starts it, as net/http's WriteByteTimeout
+	// counts from each write.
+	span    time.Duration
+	wd      time.Time     // the write deadline last set
+	wdSpan  time.Duration // the time it gave, when it was set
+	abort   bool          // wd was already past when set: stop the write under way
+	bounded bool          // the batch being written has a deadline
+	writing bool          // a flusher goroutine runs
+	drained chan struct{}
+	err     error
+	closed  bool
 }
 
 func newBatchConn(c net.Conn) *batchConn {
@@ -100,34 +104,14 @@ func (b *batchConn) Write(p []byte) (int, error) {
 		return b.Conn.Write(p)
 	}
 	defer b.mu.Unlock()
-	if len(b.next) >= batchMax && !b.wd.IsZero() {
-		// Waiting for room is writing too: it ends at the deadline.
-		t := time.AfterFunc(time.Until(b.wd), func() {
-			b.mu.Lock()
-			b.cond.Broadcast()
-			b.mu.Unlock()
-		})
-		defer t.Stop()
-	}
-	for len(b.next) >= batchMax && b.err == nil && !b.closed && !b.passed() {
-		b.cond.Wait()
-	}
-	switch {
-	case b.err != nil:
-		return 0, b.err
-	case b.closed:
-		return 0, net.ErrClosed
-	case b.passed():
-		// As for a failed write: the tls.Conn already counted the
-		// record, so nothing after it may go out either.
-		b.err = os.ErrDeadlineExceeded
-		return 0, b.err
+	if err := b.waitRoom(); err != nil {
+		return 0, err
 	}
 	if b.next == nil {
 		b.next = (*batchBufs.Get().(*[]byte))[:0]
 	}
-	if !b.wd.IsZero() && (b.deadline.IsZero() || b.wd.Before(b.deadline)) {
-		b.deadline, b.span = b.wd, time.Until(b.wd)
+	if !b.wd.IsZero() && (b.span == 0 || b.wdSpan < b.span) {
+		b.span = b.wdSpan
 	}
 	b.next = append(b.next, p...)
 	if !b.writing {
@@ -138,20 +122,67 @@ func (b *batchConn) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// passed reports whether the write deadline is set and past; the caller
-// holds b.mu.
-func (b *batchConn) passed() bool { return !b.wd.IsZero() && !b.wd.After(time.Now()) }
+// waitRoom waits while batchMax bytes are pending; the caller holds b.mu.
+// Waiting for room is writing. A deadline already past fails at once. A
+// batch being written with a deadline of its own bounds the wait (its
+// write fails when no byte moves for the deadline's span, and the wait
+// with it; a slow peer that reads is waited for, as on the socket);
+// otherwise the Write's own deadline does. A failure, as a failed write,
+// fails every later Write: the tls.Conn already numbered the record, so
+// nothing after it may go out.
+func (b *batchConn) waitRoom() error {
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
+	// own: the Write's deadline applies (at once, and while the batch
+	// being written has none of its own to bound the wait).
+	own := true
+	for {
+		switch {
+		case b.err != nil:
+			return b.err
+		case b.closed:
+			return net.ErrClosed
+		case own && !b.wd.IsZero() && !b.wd.After(time.Now()):
+			b.err = os.ErrDeadlineExceeded
+			return b.err
+		case len(b.next) < batchMax:
+			return nil
+		}
+		own = !b.bounded
+		if own && !b.wd.IsZero() {
+			if t == nil {
+				t = time.AfterFunc(time.Until(b.wd), b.wake)
+			} else {
+				t.Reset(time.Until(b.wd))
+			}
+		}
+		b.cond.Wait()
+	}
+}
+
+func (b *batchConn) wake() {
+	b.mu.Lock()
+	b.cond.Broadcast()
+	b.mu.Unlock()
+}
 
 // flush writes what Writes gathered until nothing is left, then ends.
 func (b *batchConn) flush() {
 	var spare []byte
 	b.mu.Lock()
 	for len(b.next) > 0 && b.err == nil {
-		out, deadline, span := b.next, b.deadline, b.span
-		b.next, b.deadline, b.span = spare, time.Time{}, 0
+		out, span := b.next, b.span
+		b.next, b.span = spare, 0
+		b.bounded = span > 0
+		b.cond.Broadcast() // room, and whether the write is bounded
 		b.mu.Unlock()
-		err := b.writeOut(out, deadline, span)
+		err := b.writeOut(out, span)
 		b.mu.Lock()
+		b.bounded = false
 		spare = out[:0]
 		if err != nil && b.err == nil {
 			b.err = err
@@ -173,17 +204,29 @@ func (b *batchConn) flush() {
 	b.mu.Unlock()
 }
 
-// writeOut writes out by deadline, extended by span each time bytes
-// moved before it passed (net/http's writeWithByteTimeout).
-func (b *batchConn) writeOut(out []byte, deadline time.Time, span time.Duration) error {
+// writeOut writes out, failing when no byte moves for span (none: no
+// deadline), as net/http's writeWithByteTimeout does. A deadline set in
+// the past (abort) stops it, as on the socket.
+func (b *batchConn) writeOut(out []byte, span time.Duration) error {
 	for {
+		var deadline time.Time
+		if span > 0 {
+			deadline = time.Now().Add(span)
+		}
+		b.mu.Lock()
+		if b.abort {
+			b.mu.Unlock()
+			return os.ErrDeadlineExceeded
+		}
+		// Under b.mu: an abort either comes after (and overrides it on
+		// the socket) or was seen above.
 		b.Conn.SetWriteDeadline(deadline) //nolint:errcheck // a closed conn fails the write below
+		b.mu.Unlock()
 		n, err := b.Conn.Write(out)
 		out = out[n:]
 		if err == nil || n == 0 || span <= 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
 			return err
 		}
-		deadline = time.Now().Add(span)
 	}
 }
 
@@ -196,10 +239,10 @@ func (b *batchConn) SetWriteDeadline(t time.Time) error {
 		b.mu.Unlock()
 		return b.Conn.SetWriteDeadline(t)
 	}
-	b.wd = t
-	writing := b.writing
-	b.mu.Unlock()
-	if writing && !t.IsZero() && !t.After(time.Now()) {
+	defer b.mu.Unlock()
+	b.wd, b.wdSpan = t, time.Until(t)
+	b.abort = !t.IsZero() && b.wdSpan <= 0
+	if b.abort && b.writing {
 		return b.Conn.SetWriteDeadline(t)
 	}
 	return nil

@@ -130,24 +130,26 @@ func TestAPeerThatReadsNothingFailsTheWritesAtTheirDeadline(t *testing.T) {
 	}
 }
 
-// A peer that reads slowly but steadily never fails a write whose
-// deadline span it beats for every few KiB: the deadline is extended
-// while bytes move, though a whole batch takes longer than the span.
+// A peer that reads slowly but steadily is never cut off: each write of
+// the flusher only has to move a byte within the deadline's span, and a
+// Write waiting for room waits as long as that write moves.
 func TestASlowPeerThatKeepsReadingIsNotCutOff(t *testing.T) {
 	server, client := tcpPair(t)
 	smallBuffers(t, server, client)
-	const total = 1 << 20
+	const total = 256 << 10
 	read := make(chan int64)
 	go func() {
 		var n int64
-		buf := make([]byte, 32<<10)
+		buf := make([]byte, 4<<10)
 		for n < total {
 			k, err := client.Read(buf)
 			n += int64(k)
 			if err != nil {
 				break
 			}
-			time.Sleep(10 * time.Millisecond) // about 3 MiB/s at most
+			// At most 100 KiB/s: a batch of 64 KiB takes 640 ms, and
+			// every write waits for the kernel to take bytes.
+			time.Sleep(40 * time.Millisecond)
 		}
 		read <- n
 	}()
@@ -194,5 +196,48 @@ func TestAQuietConnectionHoldsNothing(t *testing.T) {
 			t.Fatal("the flusher still runs 10 s after everything was read")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// A deadline set in the past stops a write under way at once, though
+// bytes still move: it is how a server aborts a connection's writes.
+func TestAPastDeadlineStopsTheWriteUnderWay(t *testing.T) {
+	server, client := tcpPair(t)
+	smallBuffers(t, server, client)
+	go func() { // a slow reader: bytes keep moving
+		buf := make([]byte, 4<<10)
+		for {
+			if _, err := client.Read(buf); err != nil {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	record := make([]byte, 16<<10)
+	// Fill the batch with a deadline that would be extended while bytes move.
+	for range 8 {
+		server.SetWriteDeadline(time.Now().Add(time.Minute))
+		if _, err := server.Write(record); err != nil {
+			t.Fatal(err)
+		}
+	}
+	server.SetWriteDeadline(time.Now().Add(-time.Second))
+	done := make(chan error, 1)
+	go func() {
+		server.mu.Lock()
+		for server.writing {
+			server.cond.Wait()
+		}
+		err := server.err
+		server.mu.Unlock()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("the write under way ended with %v, want a deadline error", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a deadline in the past did not stop the write under way within 30 s")
 	}
 }
