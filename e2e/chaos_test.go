@@ -7,6 +7,7 @@ import (
 	"github.com/dlgate/dlgate/gateway"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -420,6 +421,9 @@ func TestChaosDatabaseFrozenAndRestartedUnderLoad(t *testing.T) {
 			}
 		}
 	}
+	if t.Failed() {
+		logErrors(t, c.Gateways) // what each process said went wrong
+	}
 	if streams.Count(http.StatusOK) == 0 {
 		t.Error("no stream download succeeded at all")
 	}
@@ -444,3 +448,24 @@ func TestChaosDatabaseFrozenAndRestartedUnderLoad(t *testing.T) {
 }
 
 func roundMs(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+
+// logErrors logs the ERROR lines of the gateways' logs (at most 20 of
+// each), so that a failed chaos check shows its cause.
+func logErrors(tb testing.TB, gws []*Gateway) {
+	tb.Helper()
+	for i, g := range gws {
+		b, err := os.ReadFile(g.StderrPath)
+		if err != nil {
+			tb.Log(err)
+			continue
+		}
+		n := 0
+		for line := range strings.Lines(string(b)) {
+			if strings.Contains(line, `"level":"ERROR"`) || strings.Contains(line, "level=ERROR") {
+				if n++; n <= 20 {
+					tb.Logf("gateway%d: %s", i+1, strings.TrimSpace(line))
+				}
+			}
+		}
+	}
+}

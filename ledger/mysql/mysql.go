@@ -10,7 +10,9 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"syscall"
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -25,6 +27,12 @@ const (
 	erLockDeadlock    = 1213
 	erConCount        = 1040
 	erServerShutdown  = 1053
+	// The server ended the connection or the statement under it: a
+	// restart, a KILL, max_execution_time (MariaDB 1927, 1317; MySQL's
+	// 3024 is a timeout, which IsRetryable does not cover either).
+	erConnectionKilled = 1927
+	erQueryInterrupted = 1317
+	erQueryTimeout     = 3024
 )
 
 // Dialect returns the dialect of the shared SQL core for MySQL 8.4 (and
@@ -111,9 +119,15 @@ func errNumber(err error) uint16 {
 func isUnavailable(err error) bool {
 	var ne net.Error
 	switch n := errNumber(err); {
-	case n == erConCount, n == erServerShutdown:
+	case n == erConCount, n == erServerShutdown, n == erConnectionKilled, n == erQueryInterrupted, n == erQueryTimeout:
 		return true
 	case errors.Is(err, driver.ErrBadConn), errors.Is(err, gomysql.ErrInvalidConn), errors.As(err, &ne):
+		return true
+	case errors.Is(err, sql.ErrConnDone), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		// A connection the server closed under a statement (a restart
+		// while a request ran): the database is unavailable, not the
+		// request wrong.
 		return true
 	}
 	return false
