@@ -142,25 +142,8 @@ func (dm downloadManager) resume(net func(string) string) func(*testing.T, *Sess
 func (dm downloadManager) interrupt(net func(string) string, obj *Object, db *sql.DB, gws []*Gateway) func(*testing.T, *Session, string) string {
 	return func(t *testing.T, s *Session, file string) string {
 		bg := dmStart(t, dm, net(s.NamedSessionURL), file, false)
-		half := int64(len(obj.Data)) / 2
-		deadline := time.Now().Add(time.Minute)
-		for savedOf(file, obj.Data) < half {
-			if bg.Exited() {
-				out, err := bg.Wait()
-				t.Fatalf("%s ended (%v) before it had saved half the file: %s", dm.name, err, lastLines(out, 10))
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s had saved %d of %d bytes after a minute", dm.name, savedOf(file, obj.Data), len(obj.Data))
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		if err := bg.Signal(syscall.SIGINT); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-bg.Done():
-		case <-time.After(15 * time.Second):
-			bg.Kill()
+		saved := func() int64 { return savedOf(file, obj.Data) }
+		if !cutHalfWay(t, bg, dm.name, saved, int64(len(obj.Data))/2, syscall.SIGINT, 15*time.Second, func() {}) {
 			t.Errorf("%s still ran 15 s after SIGINT", dm.name)
 		}
 		size := float64(len(obj.Data))

@@ -136,27 +136,7 @@ func resumeFromLinkURL(t *testing.T, c *Cluster, db *sql.DB, obj *Object, tool l
 	start := c.Balancer.Carried()
 	received := func() int64 { return c.Balancer.Carried() - start }
 	bg := MustStart(t, dir, bin, tool.first(link.URL, file, obj)...)
-	deadline := time.Now().Add(time.Minute)
-	for received() < size/2 {
-		if bg.Exited() {
-			out, err := bg.Wait()
-			c.Balancer.SetRate(0)
-			t.Fatalf("%s ended (%v) before it had half the file (%d of %d bytes): %s", tool.name, err, received(), size, lastLines(out, 10))
-		}
-		if time.Now().After(deadline) {
-			c.Balancer.SetRate(0)
-			t.Fatalf("%s had only %d of %d bytes after a minute", tool.name, received(), size)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := bg.Signal(tool.stop); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-bg.Done():
-	case <-time.After(10 * time.Second):
-		bg.Kill()
-	}
+	cutHalfWay(t, bg, tool.name, received, size/2, tool.stop, 10*time.Second, func() { c.Balancer.SetRate(0) })
 	c.Balancer.SetRate(0)
 	part := received()
 	if part >= size {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -169,4 +170,36 @@ func savedFiles(tb testing.TB, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// cutHalfWay waits until progress() reaches half, failing the test if the
+// tool ends first or is not there within a minute (after undo, which
+// lifts what the test slowed), then sends it sig and waits up to grace for
+// it to end, killing it after that. It reports whether the tool ended
+// within grace.
+func cutHalfWay(t *testing.T, bg *Background, name string, progress func() int64, half int64, sig syscall.Signal, grace time.Duration, undo func()) bool {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for progress() < half {
+		if bg.Exited() {
+			out, err := bg.Wait()
+			undo()
+			t.Fatalf("%s ended (%v) before it had half the file (%d of %d bytes): %s", name, err, progress(), 2*half, lastLines(out, 10))
+		}
+		if time.Now().After(deadline) {
+			undo()
+			t.Fatalf("%s had only %d of %d bytes after a minute", name, progress(), 2*half)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := bg.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-bg.Done():
+		return true
+	case <-time.After(grace):
+		bg.Kill()
+		return false
+	}
 }

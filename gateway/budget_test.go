@@ -267,10 +267,10 @@ func connAware(t *testing.T, h *Harness) (rewrite func(string) string, wait func
 	return rewrite, wait
 }
 
-// stalledGet sends GET target with a small receive buffer, reads the
-// header and want body bytes, then stops reading until the server's writes
-// stall. It returns the connection and the body bytes it received.
-func stalledGet(t *testing.T, target string, want int) (*net.TCPConn, int) {
+// dialGet sends GET target with the extra header lines hdr (each ending
+// in CRLF) on a new connection with a small receive buffer, and reads
+// nothing.
+func dialGet(t *testing.T, target, hdr string) *net.TCPConn {
 	t.Helper()
 	u, _ := url.Parse(target)
 	c, err := net.Dial("tcp", u.Host)
@@ -278,8 +278,17 @@ func stalledGet(t *testing.T, target string, want int) (*net.TCPConn, int) {
 		t.Fatal(err)
 	}
 	conn := c.(*net.TCPConn)
-	conn.SetReadBuffer(64 << 10) //nolint:errcheck // a hint
-	io.WriteString(conn, "GET "+u.RequestURI()+" HTTP/1.1\r\nHost: "+u.Host+"\r\n\r\n")
+	conn.SetReadBuffer(64 << 10)                                                               //nolint:errcheck // a hint
+	io.WriteString(conn, "GET "+u.RequestURI()+" HTTP/1.1\r\nHost: "+u.Host+"\r\n"+hdr+"\r\n") //nolint:errcheck // the answer tells
+	return conn
+}
+
+// stalledGet sends GET target with a small receive buffer, reads the
+// header and want body bytes, then stops reading until the server's writes
+// stall. It returns the connection and the body bytes it received.
+func stalledGet(t *testing.T, target string, want int) (*net.TCPConn, int) {
+	t.Helper()
+	conn := dialGet(t, target, "")
 	br := bufio.NewReaderSize(conn, 4096)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
@@ -359,14 +368,7 @@ func TestAResponseWrittenWholeButStillQueuedComesBackOnAReset(t *testing.T) {
 	s := h.MustMint(t, l)
 	on, wait := connAware(t, h)
 
-	u, _ := url.Parse(on(s.SessionURL))
-	c, err := net.Dial("tcp", u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := c.(*net.TCPConn)
-	conn.SetReadBuffer(64 << 10) //nolint:errcheck // a hint
-	io.WriteString(conn, "GET "+u.RequestURI()+" HTTP/1.1\r\nHost: "+u.Host+"\r\nRange: bytes=0-1048575\r\n\r\n")
+	conn := dialGet(t, on(s.SessionURL), "Range: bytes=0-1048575\r\n")
 	time.Sleep(300 * time.Millisecond)
 	conn.SetLinger(0) //nolint:errcheck // a test
 	conn.Close()

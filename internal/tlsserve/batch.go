@@ -64,6 +64,8 @@ type batchConn struct {
 	mu   sync.Mutex
 	cond *sync.Cond // pending shrank, or err or closed changed
 	on   bool
+	// decided: EnableHTTP2Batching looked at the protocol already.
+	decided bool
 	// pending is written by the flusher; next gathers Writes meanwhile.
 	next []byte
 	// span is the shortest time a write deadline gave the bytes in next
@@ -309,9 +311,11 @@ func EnableHTTP2Batching(c net.Conn, state http.ConnState) {
 		return
 	}
 	b.mu.Lock()
-	on := b.on
+	decided := b.decided
+	b.decided = true
 	b.mu.Unlock()
-	if !on && tc.ConnectionState().NegotiatedProtocol == "h2" {
+	// Once per connection: HTTP/1.1 makes this change at every request.
+	if !decided && tc.ConnectionState().NegotiatedProtocol == "h2" {
 		b.enable()
 	}
 }
