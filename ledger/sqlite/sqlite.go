@@ -120,11 +120,30 @@ func Open(ctx context.Context, path string) (*sqlcore.DB, error) {
 	// beside the writer without queueing writers deeper than useful.
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
-	if err := db.PingContext(ctx); err != nil {
+	if err := ping(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	return sqlcore.New(db, Dialect()), nil
+}
+
+// ping opens the first connection. Processes that open a new file at the
+// same moment race to turn it to WAL, and SQLite answers that race
+// SQLITE_BUSY without calling the busy handler: the connection is
+// dropped and opened again, for as long as busy_timeout would wait.
+func ping(ctx context.Context, db *sql.DB) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 200*time.Millisecond) {
+		err := db.PingContext(ctx)
+		if err == nil || errCode(err)&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return err
+		}
+	}
 }
 
 // fileMode is the mode of the database files: links and grants name
