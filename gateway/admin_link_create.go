@@ -153,7 +153,7 @@ func (s *Server) handleCreateLink(w http.ResponseWriter, r *http.Request) {
 		l.Session = ledger.SessionSettings{TTL: time.Duration(req.Session.TTL) * time.Second,
 			ByteBudget: req.Session.ByteBudget, MaxConcurrency: req.Session.MaxConcurrency}
 	}
-	out, created, err := s.admin.CreateLink(r.Context(), l)
+	out, created, err := s.admin.LinkCreate(r.Context(), l)
 	if err != nil {
 		s.fail(w, r, err, probNotFound)
 		return

@@ -96,7 +96,7 @@ func (s *Server) handleListLinks(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, probBadRequest, detail)
 		return
 	}
-	page, err := s.admin.ListLinks(r.Context(), q)
+	page, err := s.admin.LinkList(r.Context(), q)
 	if errors.Is(err, ledger.ErrInvalid) {
 		// Every other parameter was checked above: it is the cursor.
 		writeProblem(w, r, probBadRequest, "cursor is not one this API returned; pass a previous page's next_cursor unchanged.")
@@ -126,7 +126,7 @@ type allowanceChangeBody struct {
 }
 
 func (s *Server) handleAllowanceChanges(w http.ResponseWriter, r *http.Request) {
-	changes, err := s.admin.AllowanceChanges(r.Context(), mux.Vars(r)["id"])
+	changes, err := s.admin.AllowanceList(r.Context(), mux.Vars(r)["id"])
 	if err != nil {
 		s.fail(w, r, err, probNotFound)
 		return
@@ -145,7 +145,7 @@ func (s *Server) handleShowLink(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) showLink(w http.ResponseWriter, r *http.Request, status int) {
-	st, err := s.admin.Link(r.Context(), mux.Vars(r)["id"])
+	st, err := s.admin.LinkGet(r.Context(), mux.Vars(r)["id"])
 	if err != nil {
 		s.fail(w, r, err, probNotFound)
 		return
@@ -157,7 +157,7 @@ func (s *Server) showLink(w http.ResponseWriter, r *http.Request, status int) {
 
 func (s *Server) handleRevokeLink(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
-	if err := s.admin.RevokeLink(r.Context(), id); err != nil {
+	if err := s.admin.LinkRevoke(r.Context(), id); err != nil {
 		s.fail(w, r, err, probNotFound)
 		return
 	}
@@ -180,7 +180,7 @@ func (s *Server) handleAllowance(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := mux.Vars(r)["id"]
-	if err := s.admin.AddAllowance(r.Context(), id, req.Add, req.Reason); err != nil {
+	if err := s.admin.AllowanceAdd(r.Context(), id, req.Add, req.Reason); err != nil {
 		s.fail(w, r, err, probNotFound)
 		return
 	}
@@ -213,7 +213,7 @@ func (s *Server) handleGrants(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	p, err := s.admin.Grants(r.Context(), mux.Vars(r)["id"], q.Get("cursor"), limit)
+	p, err := s.admin.GrantList(r.Context(), mux.Vars(r)["id"], q.Get("cursor"), limit)
 	if err != nil {
 		s.fail(w, r, err, probNotFound)
 		return

@@ -182,8 +182,8 @@ func TestListLinksRefusesBadParameters(t *testing.T) {
 			t.Errorf("GET /v1/links?%s: detail %q, want it to contain %q", c.query, p.Detail, c.detail)
 		}
 	}
-	if n := h.Ledger.Calls("ListLinks"); n != 0 {
-		t.Errorf("refused queries made %d ListLinks calls", n)
+	if n := h.Ledger.Calls("LinkList"); n != 0 {
+		t.Errorf("refused queries made %d LinkList calls", n)
 	}
 	// Cursors are the ledger's to judge; a forged one is a 400, never a 500.
 	for _, cursor := range []string{"%25%25%25", "bm90LWEtY3Vyc29y", "OTk5OTk5OTk5OTk5OTk5OTk5L2lk"} {

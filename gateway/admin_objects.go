@@ -26,7 +26,7 @@ const storeDeleteTimeout = 30 * time.Second
 // deleted again at once, so that nothing stays in the store that no
 // retention would ever remove. It reports whether the upload may answer.
 func (s *Server) recordStored(w http.ResponseWriter, r *http.Request, v storage.Version) bool {
-	err := s.objects.RecordObject(r.Context(), ledger.Object{Bucket: v.Bucket, Key: v.Key, VersionID: v.VersionID,
+	err := s.objects.ObjectRecord(r.Context(), ledger.Object{Bucket: v.Bucket, Key: v.Key, VersionID: v.VersionID,
 		Size: v.Size, ETag: v.ETag, ContentType: v.ContentType, SHA256: v.SHA256})
 	if err == nil {
 		return true
@@ -108,7 +108,7 @@ func (s *Server) handleDeleteObject(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, probVersionNotStored, "key", key, "version_id", vid)
 		return
 	}
-	d, err := s.objects.BeginDeletion(r.Context(), v.Bucket, v.Key, v.VersionID, force)
+	d, err := s.objects.DeletionBegin(r.Context(), v.Bucket, v.Key, v.VersionID, force)
 	var pinned *ledger.PinnedError
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
@@ -149,7 +149,7 @@ func (s *Server) deleteVersion(ctx context.Context, deleter storage.Deleter, d l
 	}
 	// The report outlives a canceled request: the store's answer is
 	// known and must not be lost.
-	if ferr := s.objects.FinishDeletion(context.WithoutCancel(ctx), d, err); ferr != nil {
+	if ferr := s.objects.DeletionFinish(context.WithoutCancel(ctx), d, err); ferr != nil {
 		if err == nil {
 			return ferr
 		}

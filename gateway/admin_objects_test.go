@@ -31,7 +31,7 @@ func (h *Harness) wantStoreGone(tb testing.TB, o objectJSON) {
 
 func (h *Harness) wantStored(tb testing.TB, o objectJSON, want ledger.ObjectState) {
 	tb.Helper()
-	got, err := h.DB.StoredObject(context.Background(), o.Bucket, o.Key, o.VersionID)
+	got, err := h.DB.ObjectGet(context.Background(), o.Bucket, o.Key, o.VersionID)
 	if err != nil || got.State != want {
 		tb.Fatalf("StoredObject(%s@%s) = %+v, %v; want state %s", o.Key, o.VersionID, got, err, want)
 	}
@@ -40,7 +40,7 @@ func (h *Harness) wantStored(tb testing.TB, o objectJSON, want ledger.ObjectStat
 func TestPutObjectRecordsTheVersionItStored(t *testing.T) {
 	h := MustHarness(t)
 	o := h.MustPutObject(t, "docs/a.pdf", "application/pdf", []byte("pdf bytes"))
-	got, err := h.DB.StoredObject(context.Background(), o.Bucket, o.Key, o.VersionID)
+	got, err := h.DB.ObjectGet(context.Background(), o.Bucket, o.Key, o.VersionID)
 	if err != nil || got.State != ledger.ObjectStored || got.Size != o.Size || got.ETag != o.ETag ||
 		got.ContentType != "application/pdf" || !got.StoredAt.Equal(h.Clock.Now()) {
 		t.Fatalf("StoredObject = %+v, %v; want the uploaded version, stored now", got, err)
@@ -220,7 +220,7 @@ func TestRetentionDeletesADeadLinksVersionAndPurgesTheLink(t *testing.T) {
 	resp, body = h.AdminDo(t, http.MethodGet, "/v1/links/"+l.ID, nil, nil)
 	mustProblem(t, resp, body, http.StatusNotFound, "not-found")
 	h.MustShowLink(t, kept.ID)
-	if _, err := h.DB.StoredObject(context.Background(), l.Object.Bucket, l.Object.Key, l.Object.VersionID); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := h.DB.ObjectGet(context.Background(), l.Object.Bucket, l.Object.Key, l.Object.VersionID); !errors.Is(err, ledger.ErrNotFound) {
 		t.Fatalf("tombstone after the audit retention = %v, want purged", err)
 	}
 }
@@ -231,7 +231,7 @@ func TestRetentionZeroKeepsEverything(t *testing.T) {
 	h.Clock.Advance(10 * 365 * 24 * time.Hour)
 	h.Server.Retain(context.Background())
 	h.wantStored(t, o, ledger.ObjectStored)
-	if h.Ledger.Calls("PurgeLinks") != 0 {
-		t.Errorf("PurgeLinks called with the audit retention off")
+	if h.Ledger.Calls("LinkPurge") != 0 {
+		t.Errorf("LinkPurge called with the audit retention off")
 	}
 }

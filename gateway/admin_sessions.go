@@ -8,7 +8,7 @@ import (
 
 func (s *Server) handleRevokeSession(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
-	if err := s.admin.RevokeSession(r.Context(), id); err != nil {
+	if err := s.admin.SessionRevoke(r.Context(), id); err != nil {
 		s.fail(w, r, err, probNotFound)
 		return
 	}

@@ -125,8 +125,8 @@ func TestCreateLinkRefusesInvalidRequests(t *testing.T) {
 			}
 		})
 	}
-	if n := h.Ledger.Calls("CreateLink"); n != 0 {
-		t.Errorf("invalid requests reached CreateLink %d times", n)
+	if n := h.Ledger.Calls("LinkCreate"); n != 0 {
+		t.Errorf("invalid requests reached LinkCreate %d times", n)
 	}
 }
 
@@ -146,8 +146,8 @@ func TestCreateLinkWithAnInvalidKeyIsInvalidKey(t *testing.T) {
 	}
 	resp, got := h.AdminDo(t, http.MethodPost, "/v1/links", `{"object":{"key":"ok.txt","bucket":"Not_A_Bucket"},"downloads":1,"expires_in":60}`, nil)
 	mustProblem(t, resp, got, http.StatusBadRequest, "invalid-key")
-	if n := h.Ledger.Calls("CreateLink"); n != 0 {
-		t.Errorf("invalid keys reached CreateLink %d times", n)
+	if n := h.Ledger.Calls("LinkCreate"); n != 0 {
+		t.Errorf("invalid keys reached LinkCreate %d times", n)
 	}
 }
 

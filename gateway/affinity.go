@@ -154,7 +154,7 @@ func (s *Server) noteAffinity(r *http.Request, how string, x *ledger.Session) {
 		return
 	}
 	s.metrics.sessions.WithLabelValues("affinity").Inc()
-	if err := s.claims.NoteAffinityReuse(r.Context(), x.ID); err != nil {
+	if err := s.claims.SessionNoteAffinityReuse(r.Context(), x.ID); err != nil {
 		s.log.WarnContext(r.Context(), "affinity reuse not recorded", "session_id", x.ID, "err", err)
 	}
 }

@@ -219,5 +219,5 @@ func TestAffinityModes(t *testing.T) {
 
 // claimCalls counts the ledger calls that can spend an allowance.
 func (h *Harness) claimCalls() int {
-	return h.Ledger.Calls("Claim") + h.Ledger.Calls("ClaimByToken") + h.Ledger.Calls("MintSession")
+	return h.Ledger.Calls("Claim") + h.Ledger.Calls("LinkClaim") + h.Ledger.Calls("SessionMint")
 }

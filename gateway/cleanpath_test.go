@@ -227,7 +227,7 @@ func TestUncleanAdminWritesAreRefused(t *testing.T) {
 	if x := h.MustSession(t, s.SessionID); x.RevokedAt != nil {
 		t.Error("the session was revoked by a refused DELETE")
 	}
-	page, err := h.DB.ListLinks(context.Background(), ledger.ListQuery{Limit: 10})
+	page, err := h.DB.LinkList(context.Background(), ledger.ListQuery{Limit: 10})
 	if err != nil || len(page.Links) != 1 {
 		t.Errorf("links after refused POSTs: %d (%v), want 1", len(page.Links), err)
 	}

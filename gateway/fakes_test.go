@@ -42,19 +42,19 @@ func (f *fakeLedger) Calls(method string) int {
 	return n
 }
 
-func (f *fakeLedger) CreateLink(ctx context.Context, l *ledger.Link) (*ledger.Link, bool, error) {
-	f.count("CreateLink")
-	return f.Ledger.CreateLink(ctx, l)
+func (f *fakeLedger) LinkCreate(ctx context.Context, l *ledger.Link) (*ledger.Link, bool, error) {
+	f.count("LinkCreate")
+	return f.Ledger.LinkCreate(ctx, l)
 }
 
-func (f *fakeLedger) LinkByTokenHash(ctx context.Context, hash []byte) (*ledger.Link, error) {
-	f.count("LinkByTokenHash")
-	return f.Ledger.LinkByTokenHash(ctx, hash)
+func (f *fakeLedger) LinkGetByTokenHash(ctx context.Context, hash []byte) (*ledger.Link, error) {
+	f.count("LinkGetByTokenHash")
+	return f.Ledger.LinkGetByTokenHash(ctx, hash)
 }
 
-func (f *fakeLedger) Link(ctx context.Context, id string) (*ledger.LinkStatus, error) {
+func (f *fakeLedger) LinkGet(ctx context.Context, id string) (*ledger.LinkStatus, error) {
 	f.count("Link")
-	return f.Ledger.Link(ctx, id)
+	return f.Ledger.LinkGet(ctx, id)
 }
 
 func (f *fakeLedger) Claim(ctx context.Context, req ledger.ClaimRequest) (*ledger.Grant, error) {
@@ -62,125 +62,125 @@ func (f *fakeLedger) Claim(ctx context.Context, req ledger.ClaimRequest) (*ledge
 	return f.Ledger.Claim(ctx, req)
 }
 
-// ClaimByToken counts as a lookup and a claim: the one call does both.
-func (f *fakeLedger) ClaimByToken(ctx context.Context, hash []byte, req ledger.ClaimRequest, confirmed bool) (ledger.ClaimOutcome, error) {
-	f.count("ClaimByToken")
-	return f.Ledger.ClaimByToken(ctx, hash, req, confirmed)
+// LinkClaim counts as a lookup and a claim: the one call does both.
+func (f *fakeLedger) LinkClaim(ctx context.Context, hash []byte, req ledger.ClaimRequest, confirmed bool) (ledger.ClaimOutcome, error) {
+	f.count("LinkClaim")
+	return f.Ledger.LinkClaim(ctx, hash, req, confirmed)
 }
 
-func (f *fakeLedger) Refund(ctx context.Context, grantID string) error {
+func (f *fakeLedger) GrantRefund(ctx context.Context, grantID string) error {
 	f.count("Refund")
-	return f.Ledger.Refund(ctx, grantID)
+	return f.Ledger.GrantRefund(ctx, grantID)
 }
 
-func (f *fakeLedger) RevokeLink(ctx context.Context, id string) error {
-	f.count("RevokeLink")
-	return f.Ledger.RevokeLink(ctx, id)
+func (f *fakeLedger) LinkRevoke(ctx context.Context, id string) error {
+	f.count("LinkRevoke")
+	return f.Ledger.LinkRevoke(ctx, id)
 }
 
-func (f *fakeLedger) AddAllowance(ctx context.Context, id string, n int, reason string) error {
-	f.count("AddAllowance")
-	return f.Ledger.AddAllowance(ctx, id, n, reason)
+func (f *fakeLedger) AllowanceAdd(ctx context.Context, id string, n int, reason string) error {
+	f.count("AllowanceAdd")
+	return f.Ledger.AllowanceAdd(ctx, id, n, reason)
 }
 
-func (f *fakeLedger) Grants(ctx context.Context, linkID, cursor string, limit int) (ledger.Page, error) {
+func (f *fakeLedger) GrantList(ctx context.Context, linkID, cursor string, limit int) (ledger.Page, error) {
 	f.count("Grants")
-	return f.Ledger.Grants(ctx, linkID, cursor, limit)
+	return f.Ledger.GrantList(ctx, linkID, cursor, limit)
 }
 
-func (f *fakeLedger) ListLinks(ctx context.Context, q ledger.ListQuery) (ledger.LinkPage, error) {
-	f.count("ListLinks")
-	return f.Ledger.ListLinks(ctx, q)
+func (f *fakeLedger) LinkList(ctx context.Context, q ledger.ListQuery) (ledger.LinkPage, error) {
+	f.count("LinkList")
+	return f.Ledger.LinkList(ctx, q)
 }
 
-func (f *fakeLedger) AllowanceChanges(ctx context.Context, linkID string) ([]ledger.AllowanceChange, error) {
-	f.count("AllowanceChanges")
-	return f.Ledger.AllowanceChanges(ctx, linkID)
+func (f *fakeLedger) AllowanceList(ctx context.Context, linkID string) ([]ledger.AllowanceChange, error) {
+	f.count("AllowanceList")
+	return f.Ledger.AllowanceList(ctx, linkID)
 }
 
-func (f *fakeLedger) MintSession(ctx context.Context, req ledger.MintRequest) (*ledger.Session, bool, error) {
-	f.count("MintSession")
-	return f.Ledger.MintSession(ctx, req)
+func (f *fakeLedger) SessionMint(ctx context.Context, req ledger.MintRequest) (*ledger.Session, bool, error) {
+	f.count("SessionMint")
+	return f.Ledger.SessionMint(ctx, req)
 }
 
-func (f *fakeLedger) AffinitySession(ctx context.Context, linkID, account string, keys []string) (*ledger.Session, error) {
-	f.count("AffinitySession")
-	return f.Ledger.AffinitySession(ctx, linkID, account, keys)
+func (f *fakeLedger) SessionGetByAffinity(ctx context.Context, linkID, account string, keys []string) (*ledger.Session, error) {
+	f.count("SessionGetByAffinity")
+	return f.Ledger.SessionGetByAffinity(ctx, linkID, account, keys)
 }
 
-func (f *fakeLedger) SessionByTokenHash(ctx context.Context, hash []byte) (*ledger.Session, error) {
-	f.count("SessionByTokenHash")
-	return f.Ledger.SessionByTokenHash(ctx, hash)
+func (f *fakeLedger) SessionGetByTokenHash(ctx context.Context, hash []byte) (*ledger.Session, error) {
+	f.count("SessionGetByTokenHash")
+	return f.Ledger.SessionGetByTokenHash(ctx, hash)
 }
 
-func (f *fakeLedger) Session(ctx context.Context, id string) (*ledger.Session, error) {
+func (f *fakeLedger) SessionGet(ctx context.Context, id string) (*ledger.Session, error) {
 	f.count("Session")
-	return f.Ledger.Session(ctx, id)
+	return f.Ledger.SessionGet(ctx, id)
 }
 
-func (f *fakeLedger) RevokeSession(ctx context.Context, id string) error {
-	f.count("RevokeSession")
-	return f.Ledger.RevokeSession(ctx, id)
+func (f *fakeLedger) SessionRevoke(ctx context.Context, id string) error {
+	f.count("SessionRevoke")
+	return f.Ledger.SessionRevoke(ctx, id)
 }
 
-func (f *fakeLedger) DrawBytes(ctx context.Context, sessionID string, want int64) (int64, error) {
-	f.count("DrawBytes")
-	return f.Ledger.DrawBytes(ctx, sessionID, want)
+func (f *fakeLedger) BudgetDraw(ctx context.Context, sessionID string, want int64) (int64, error) {
+	f.count("BudgetDraw")
+	return f.Ledger.BudgetDraw(ctx, sessionID, want)
 }
 
-func (f *fakeLedger) ReturnBytes(ctx context.Context, sessionID string, n int64) error {
-	f.count("ReturnBytes")
-	return f.Ledger.ReturnBytes(ctx, sessionID, n)
+func (f *fakeLedger) BudgetReturn(ctx context.Context, sessionID string, n int64) error {
+	f.count("BudgetReturn")
+	return f.Ledger.BudgetReturn(ctx, sessionID, n)
 }
 
-func (f *fakeLedger) AcquireSlot(ctx context.Context, sessionID, holder string, lease time.Duration) error {
-	f.count("AcquireSlot")
-	return f.Ledger.AcquireSlot(ctx, sessionID, holder, lease)
+func (f *fakeLedger) SlotAcquire(ctx context.Context, sessionID, holder string, lease time.Duration) error {
+	f.count("SlotAcquire")
+	return f.Ledger.SlotAcquire(ctx, sessionID, holder, lease)
 }
 
-func (f *fakeLedger) RenewSlot(ctx context.Context, sessionID, holder string, lease time.Duration) error {
-	f.count("RenewSlot")
-	return f.Ledger.RenewSlot(ctx, sessionID, holder, lease)
+func (f *fakeLedger) SlotRenew(ctx context.Context, sessionID, holder string, lease time.Duration) error {
+	f.count("SlotRenew")
+	return f.Ledger.SlotRenew(ctx, sessionID, holder, lease)
 }
 
-func (f *fakeLedger) ReleaseSlot(ctx context.Context, sessionID, holder string) error {
-	f.count("ReleaseSlot")
-	return f.Ledger.ReleaseSlot(ctx, sessionID, holder)
+func (f *fakeLedger) SlotRelease(ctx context.Context, sessionID, holder string) error {
+	f.count("SlotRelease")
+	return f.Ledger.SlotRelease(ctx, sessionID, holder)
 }
 
-func (f *fakeLedger) Sweep(ctx context.Context, limit int) (ledger.SweepResult, error) {
+func (f *fakeLedger) SessionSweep(ctx context.Context, limit int) (ledger.SweepResult, error) {
 	f.count("Sweep")
-	return f.Ledger.Sweep(ctx, limit)
+	return f.Ledger.SessionSweep(ctx, limit)
 }
 
-func (f *fakeLedger) RecordObject(ctx context.Context, o ledger.Object) error {
-	f.count("RecordObject")
-	return f.Ledger.RecordObject(ctx, o)
+func (f *fakeLedger) ObjectRecord(ctx context.Context, o ledger.Object) error {
+	f.count("ObjectRecord")
+	return f.Ledger.ObjectRecord(ctx, o)
 }
 
-func (f *fakeLedger) StoredObject(ctx context.Context, bucket, key, versionID string) (*ledger.StoredObject, error) {
+func (f *fakeLedger) ObjectGet(ctx context.Context, bucket, key, versionID string) (*ledger.StoredObject, error) {
 	f.count("StoredObject")
-	return f.Ledger.StoredObject(ctx, bucket, key, versionID)
+	return f.Ledger.ObjectGet(ctx, bucket, key, versionID)
 }
 
-func (f *fakeLedger) BeginDeletion(ctx context.Context, bucket, key, versionID string, force bool) (*ledger.Deletion, error) {
-	f.count("BeginDeletion")
-	return f.Ledger.BeginDeletion(ctx, bucket, key, versionID, force)
+func (f *fakeLedger) DeletionBegin(ctx context.Context, bucket, key, versionID string, force bool) (*ledger.Deletion, error) {
+	f.count("DeletionBegin")
+	return f.Ledger.DeletionBegin(ctx, bucket, key, versionID, force)
 }
 
-func (f *fakeLedger) ClaimDeletions(ctx context.Context, retention time.Duration, limit int) ([]ledger.Deletion, error) {
-	f.count("ClaimDeletions")
-	return f.Ledger.ClaimDeletions(ctx, retention, limit)
+func (f *fakeLedger) DeletionClaim(ctx context.Context, retention time.Duration, limit int) ([]ledger.Deletion, error) {
+	f.count("DeletionClaim")
+	return f.Ledger.DeletionClaim(ctx, retention, limit)
 }
 
-func (f *fakeLedger) FinishDeletion(ctx context.Context, d ledger.Deletion, failure error) error {
-	f.count("FinishDeletion")
-	return f.Ledger.FinishDeletion(ctx, d, failure)
+func (f *fakeLedger) DeletionFinish(ctx context.Context, d ledger.Deletion, failure error) error {
+	f.count("DeletionFinish")
+	return f.Ledger.DeletionFinish(ctx, d, failure)
 }
 
-func (f *fakeLedger) PurgeLinks(ctx context.Context, retention time.Duration, limit int) (ledger.PurgeResult, error) {
-	f.count("PurgeLinks")
-	return f.Ledger.PurgeLinks(ctx, retention, limit)
+func (f *fakeLedger) LinkPurge(ctx context.Context, retention time.Duration, limit int) (ledger.PurgeResult, error) {
+	f.count("LinkPurge")
+	return f.Ledger.LinkPurge(ctx, retention, limit)
 }
 
 func (f *fakeLedger) Ping(ctx context.Context) error {

@@ -348,7 +348,7 @@ func (h *Harness) MustMint(tb testing.TB, l linkJSON) sessionJSON {
 // MustSession reads the session row straight from the ledger.
 func (h *Harness) MustSession(tb testing.TB, id string) *ledger.Session {
 	tb.Helper()
-	x, err := h.DB.Session(context.Background(), id)
+	x, err := h.DB.SessionGet(context.Background(), id)
 	if err != nil {
 		tb.Fatal(err)
 	}

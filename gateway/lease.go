@@ -28,7 +28,7 @@ func (w *warmSessions) takeSlot(ctx context.Context, sessionID string) (*slotLea
 	// after its client hung up would hold a slot nobody renews or
 	// releases, and the session would answer 429 until it lapses. The
 	// request that took it releases it when it ends.
-	if err := w.slots.AcquireSlot(context.WithoutCancel(ctx), sessionID, holder, w.lease); err != nil {
+	if err := w.slots.SlotAcquire(context.WithoutCancel(ctx), sessionID, holder, w.lease); err != nil {
 		return nil, err
 	}
 	rctx, stop := context.WithCancel(context.Background())
@@ -41,7 +41,7 @@ func (w *warmSessions) takeSlot(ctx context.Context, sessionID string) (*slotLea
 			case <-rctx.Done():
 				return
 			case <-t.C:
-				err := w.slots.RenewSlot(rctx, sessionID, holder, w.lease)
+				err := w.slots.SlotRenew(rctx, sessionID, holder, w.lease)
 				if errors.Is(err, ledger.ErrNotFound) {
 					close(l.lost)
 					return

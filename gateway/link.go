@@ -42,7 +42,7 @@ func (s *Server) lookupLink(w http.ResponseWriter, r *http.Request, tok string, 
 	if forClaim {
 		l, err = s.links.get(r.Context(), s.claims, token.Hash(tok))
 	} else {
-		l, err = s.claims.LinkByTokenHash(r.Context(), token.Hash(tok))
+		l, err = s.claims.LinkGetByTokenHash(r.Context(), token.Hash(tok))
 	}
 	if err != nil {
 		s.fail(w, r, err, probLinkUnavailable)
@@ -161,7 +161,7 @@ func (s *Server) claimLink(w http.ResponseWriter, r *http.Request, tok string, c
 		}
 		return
 	}
-	o, err := s.claims.ClaimByToken(r.Context(), hash, ledger.ClaimRequest{
+	o, err := s.claims.LinkClaim(r.Context(), hash, ledger.ClaimRequest{
 		AccountID: c.Account, Kind: ledger.KindStream, Client: clientDescriptor(r, c),
 	}, confirmed)
 	if o.Link == nil {
@@ -278,7 +278,7 @@ func (s *Server) affinitySession(w http.ResponseWriter, r *http.Request, l *ledg
 	if !a.on {
 		return nil, true
 	}
-	x, err := s.claims.AffinitySession(r.Context(), l.ID, c.Account, a.lookup)
+	x, err := s.claims.SessionGetByAffinity(r.Context(), l.ID, c.Account, a.lookup)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return nil, true
 	}
@@ -379,7 +379,7 @@ const statusClientClosed = 499
 // refundFor gives back g's allowance; cause labels the refund metric. It
 // reports whether the refund took place (a failed one is logged).
 func (s *Server) refundFor(r *http.Request, g *ledger.Grant, cause string, attrs []any) bool {
-	if err := s.claims.Refund(context.WithoutCancel(r.Context()), g.ID); err != nil {
+	if err := s.claims.GrantRefund(context.WithoutCancel(r.Context()), g.ID); err != nil {
 		s.log.ErrorContext(r.Context(), "refund failed", append(attrs, "cause", cause, "err", err)...)
 		return false
 	}

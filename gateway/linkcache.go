@@ -35,7 +35,7 @@ func (c *linkCache) get(ctx context.Context, lg ledger.Claims, hash []byte) (*le
 	if l, ok := c.peek(hash); ok {
 		return l, nil
 	}
-	l, err := lg.LinkByTokenHash(ctx, hash)
+	l, err := lg.LinkGetByTokenHash(ctx, hash)
 	if err != nil {
 		return nil, err
 	}

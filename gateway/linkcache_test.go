@@ -18,7 +18,7 @@ func TestEveryClaimIsOneLedgerCall(t *testing.T) {
 		}
 		// The claim by token reads the link and claims it: one call,
 		// cached or not.
-		if n, byToken := h.Ledger.Calls("")-before, h.Ledger.Calls("ClaimByToken"); n != 1 || byToken != i+1 {
+		if n, byToken := h.Ledger.Calls("")-before, h.Ledger.Calls("LinkClaim"); n != 1 || byToken != i+1 {
 			t.Errorf("GET %d made %d ledger calls (%d claims by token in all), want 1", i, n, byToken)
 		}
 	}
@@ -43,7 +43,7 @@ func TestEveryClaimIsOneLedgerCall(t *testing.T) {
 	if resp, _ := h.Do(t, http.MethodGet, sl.URL, http.Header{"User-Agent": {"second"}}); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("GET of a session link = %d, want 303", resp.StatusCode)
 	}
-	if n, mints := h.Ledger.Calls("")-before, h.Ledger.Calls("MintSession"); n != 1 || mints != 2 {
+	if n, mints := h.Ledger.Calls("")-before, h.Ledger.Calls("SessionMint"); n != 1 || mints != 2 {
 		t.Errorf("a session link's second GET made %d ledger calls (%d mints in all), want 1", n, mints)
 	}
 	// The claim still decides: a revoked link answers 404 at once,

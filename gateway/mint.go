@@ -89,7 +89,7 @@ func (s *Server) mintAndAnswer(w http.ResponseWriter, r *http.Request, l *ledger
 	}
 	id := uuid.Must(uuid.NewV7()).String()
 	ttl, budget, slots := sessionsDefaults(l, s).Resolve(l.Object.Size)
-	x, created, err := s.claims.MintSession(r.Context(), ledger.MintRequest{
+	x, created, err := s.claims.SessionMint(r.Context(), ledger.MintRequest{
 		Claim:          ledger.ClaimRequest{LinkID: l.ID, AccountID: c.Account, Client: clientDescriptor(r, c)},
 		SessionID:      id,
 		TokenHash:      token.Hash(s.keys.Derive(token.Session, id)),

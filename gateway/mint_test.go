@@ -180,8 +180,8 @@ func TestMintRefusesAnInvalidIdempotencyKey(t *testing.T) {
 			assertPublicHeaders(t, c.name, resp)
 		})
 	}
-	if n := h.Ledger.Calls("MintSession"); n != 0 {
-		t.Errorf("invalid keys reached MintSession %d times", n)
+	if n := h.Ledger.Calls("SessionMint"); n != 0 {
+		t.Errorf("invalid keys reached SessionMint %d times", n)
 	}
 	// The longest valid key is fine.
 	resp, _ := h.Do(t, http.MethodPost, l.URL+"/sessions", http.Header{"Idempotency-Key": {strings.Repeat("k", 255)}})

@@ -652,7 +652,7 @@ func TestOpenAPIRealExchangesValidate(t *testing.T) {
 	ok("DELETE", "/v1/objects/big.iso?force=true&bucket=local&version_id="+url.QueryEscape(l.Object.VersionID), "", http.StatusNoContent)
 	// A version being deleted cannot be pinned by a new link.
 	doomed := mustJSON[objectJSON](t, x.doPut(t, "/v1/objects/doomed.bin", "bye", "", http.StatusCreated))
-	if _, err := h.DB.BeginDeletion(context.Background(), doomed.Bucket, doomed.Key, doomed.VersionID, false); err != nil {
+	if _, err := h.DB.DeletionBegin(context.Background(), doomed.Bucket, doomed.Key, doomed.VersionID, false); err != nil {
 		t.Fatal(err)
 	}
 	ok("POST", "/v1/links", `{"object":{"key":"doomed.bin"},"downloads":1,"expires_in":60}`, http.StatusConflict)

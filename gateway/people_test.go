@@ -76,7 +76,7 @@ func TestPreviewsAndPrefetchesClaimNothing(t *testing.T) {
 			assertHTMLPage(t, resp, body, http.StatusOK, `<meta property="og:title" content="report.pdf">`, "3.0 MiB", `<form method="post">`)
 		}
 	}
-	if n := h.Ledger.Calls("Claim") + h.Ledger.Calls("MintSession"); n != 0 {
+	if n := h.Ledger.Calls("Claim") + h.Ledger.Calls("SessionMint"); n != 0 {
 		t.Fatalf("%d claims for previews, want 0", n)
 	}
 	// The person clicking afterwards still gets the file.
@@ -104,7 +104,7 @@ func TestSessionPreviewDrawsNoBudgetAndTakesNoSlot(t *testing.T) {
 	if got := h.MustSession(t, x.SessionID).BytesDrawn; got != before {
 		t.Errorf("bytes drawn %d → %d by a preview", before, got)
 	}
-	if n := h.Ledger.Calls("AcquireSlot") + h.Ledger.Calls("DrawBytes"); n != 0 {
+	if n := h.Ledger.Calls("SlotAcquire") + h.Ledger.Calls("BudgetDraw"); n != 0 {
 		t.Errorf("%d slot or budget calls for a preview, want 0", n)
 	}
 }

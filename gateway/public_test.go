@@ -297,7 +297,7 @@ func TestAccountBoundLinksDemandCredentials(t *testing.T) {
 			mustProblem(t, resp, body, http.StatusUnauthorized, "authentication-required")
 		}
 	}
-	if n := h.Ledger.Calls("Claim") + h.Ledger.Calls("MintSession"); n != 0 {
+	if n := h.Ledger.Calls("Claim") + h.Ledger.Calls("SessionMint"); n != 0 {
 		t.Errorf("anonymous requests reached the claim %d times", n)
 	}
 	if got := h.MustShowLink(t, l.ID); got.Remaining != 5 || got.AccountID == nil || *got.AccountID != "alice" {

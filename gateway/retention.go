@@ -32,7 +32,7 @@ func (s *Server) sweepObjects(ctx context.Context) {
 		return
 	}
 	for range retentionBatches {
-		ds, err := s.objects.ClaimDeletions(ctx, s.ObjectRetention, retentionBatch)
+		ds, err := s.objects.DeletionClaim(ctx, s.ObjectRetention, retentionBatch)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.WarnContext(ctx, "retention: claiming deletions failed", "err", err)
@@ -67,7 +67,7 @@ func (s *Server) purgeAudit(ctx context.Context) {
 		return
 	}
 	for range retentionBatches {
-		res, err := s.objects.PurgeLinks(ctx, s.AuditRetention, retentionBatch)
+		res, err := s.objects.LinkPurge(ctx, s.AuditRetention, retentionBatch)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.WarnContext(ctx, "retention: purging links failed", "err", err)

@@ -276,7 +276,7 @@ func (s *Server) RunSweeper(ctx context.Context, interval time.Duration) {
 	defer t.Stop()
 	for {
 		for {
-			res, err := s.upkeep.Sweep(ctx, 500)
+			res, err := s.upkeep.SessionSweep(ctx, 500)
 			if err != nil {
 				if ctx.Err() == nil {
 					s.log.WarnContext(ctx, "sweep failed", "err", err)

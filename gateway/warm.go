@@ -114,7 +114,7 @@ func (w *warmSessions) session(ctx context.Context, hash []byte) (*ledger.Sessio
 		return &x, nil
 	}
 	w.mu.Unlock()
-	x, err := w.sessions.SessionByTokenHash(ctx, hash)
+	x, err := w.sessions.SessionGetByTokenHash(ctx, hash)
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +290,7 @@ func (w *warmSessions) fill(ctx context.Context, sessionID string, most, want in
 	// draw cut off by a client that hung up may still have committed, and
 	// bytes drawn without anyone knowing are lost to the budget. What a
 	// finished draw brought goes back when the request ends.
-	got, err := w.budget.DrawBytes(context.WithoutCancel(ctx), sessionID, want)
+	got, err := w.budget.BudgetDraw(context.WithoutCancel(ctx), sessionID, want)
 	if err == nil {
 		w.drew()
 	}
@@ -487,7 +487,7 @@ func (w *warmSessions) release(slots []*slotLease, sessionID string, budget int6
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if budget > 0 {
-		if err := w.budget.ReturnBytes(ctx, sessionID, budget); err != nil {
+		if err := w.budget.BudgetReturn(ctx, sessionID, budget); err != nil {
 			w.log.WarnContext(ctx, "budget return failed", "session_id", sessionID, "bytes", budget, "err", err)
 		}
 	}
@@ -496,7 +496,7 @@ func (w *warmSessions) release(slots []*slotLease, sessionID string, budget int6
 			continue
 		}
 		l.stop()
-		if err := w.slots.ReleaseSlot(ctx, l.sessionID, l.holder); err != nil {
+		if err := w.slots.SlotRelease(ctx, l.sessionID, l.holder); err != nil {
 			w.log.WarnContext(ctx, "slot release failed; the lease will lapse", "session_id", l.sessionID, "err", err)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // sessionCalls are the ledger calls a range request can cost.
-var sessionCalls = []string{"SessionByTokenHash", "AcquireSlot", "RenewSlot", "ReleaseSlot", "DrawBytes", "ReturnBytes"}
+var sessionCalls = []string{"SessionGetByTokenHash", "SlotAcquire", "SlotRenew", "SlotRelease", "BudgetDraw", "BudgetReturn"}
 
 func (h *Harness) callsOf(names ...string) int {
 	n := 0
@@ -77,7 +77,7 @@ func TestARevocationReachesAWarmSession(t *testing.T) {
 	if st := serve(y); st != http.StatusPartialContent {
 		t.Fatalf("first range = %d", st)
 	}
-	if err := h.DB.RevokeSession(context.Background(), y.SessionID); err != nil {
+	if err := h.DB.SessionRevoke(context.Background(), y.SessionID); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)

@@ -20,20 +20,20 @@ type fakeWarmLedger struct {
 	release func(id, holder string) error
 }
 
-func (f *fakeWarmLedger) SessionByTokenHash(context.Context, []byte) (*ledger.Session, error) {
+func (f *fakeWarmLedger) SessionGetByTokenHash(context.Context, []byte) (*ledger.Session, error) {
 	return nil, ledger.ErrNotFound
 }
-func (f *fakeWarmLedger) DrawBytes(_ context.Context, id string, want int64) (int64, error) {
+func (f *fakeWarmLedger) BudgetDraw(_ context.Context, id string, want int64) (int64, error) {
 	return f.draw(id, want)
 }
-func (f *fakeWarmLedger) ReturnBytes(_ context.Context, id string, n int64) error {
+func (f *fakeWarmLedger) BudgetReturn(_ context.Context, id string, n int64) error {
 	return f.ret(id, n)
 }
-func (f *fakeWarmLedger) AcquireSlot(_ context.Context, id, holder string, _ time.Duration) error {
+func (f *fakeWarmLedger) SlotAcquire(_ context.Context, id, holder string, _ time.Duration) error {
 	return f.acquire(id, holder)
 }
-func (f *fakeWarmLedger) RenewSlot(context.Context, string, string, time.Duration) error { return nil }
-func (f *fakeWarmLedger) ReleaseSlot(_ context.Context, id, holder string) error {
+func (f *fakeWarmLedger) SlotRenew(context.Context, string, string, time.Duration) error { return nil }
+func (f *fakeWarmLedger) SlotRelease(_ context.Context, id, holder string) error {
 	return f.release(id, holder)
 }
 

@@ -226,25 +226,25 @@ type OutboxEvent struct {
 // Events of one link are handed out one at a time, in order: the next is
 // not due while an earlier one is neither delivered nor dead.
 type Outbox interface {
-	// ClaimEvents leases up to limit due events to holder for lease, the
+	// EventClaim leases up to limit due events to holder for lease, the
 	// oldest first; an event whose lease lapses (its holder died) is due
 	// again. Concurrent callers never get the same event under a live
 	// lease. Errors: ErrUnavailable.
-	ClaimEvents(ctx context.Context, holder string, limit int, lease time.Duration) ([]OutboxEvent, error)
-	// EventDelivered marks the event delivered. Errors: ErrNotFound when
+	EventClaim(ctx context.Context, holder string, limit int, lease time.Duration) ([]OutboxEvent, error)
+	// EventMarkDelivered marks the event delivered. Errors: ErrNotFound when
 	// holder no longer holds its lease.
-	EventDelivered(ctx context.Context, seq int64, holder string) error
-	// EventFailed records a failed attempt and makes the event due again
+	EventMarkDelivered(ctx context.Context, seq int64, holder string) error
+	// EventMarkFailed records a failed attempt and makes the event due again
 	// after retryIn. Errors: ErrNotFound when holder no longer holds its
 	// lease.
-	EventFailed(ctx context.Context, seq int64, holder, reason string, retryIn time.Duration) error
-	// ExpireEvents marks dead, at most limit, undelivered events created
+	EventMarkFailed(ctx context.Context, seq int64, holder, reason string, retryIn time.Duration) error
+	// EventExpire marks dead, at most limit, undelivered events created
 	// maxAge or longer ago that no one is delivering, and returns how
 	// many.
-	ExpireEvents(ctx context.Context, maxAge time.Duration, limit int) (int, error)
-	// PurgeEvents deletes, at most limit, delivered or dead events created
+	EventExpire(ctx context.Context, maxAge time.Duration, limit int) (int, error)
+	// EventPurge deletes, at most limit, delivered or dead events created
 	// keep or longer ago, and returns how many.
-	PurgeEvents(ctx context.Context, keep time.Duration, limit int) (int, error)
+	EventPurge(ctx context.Context, keep time.Duration, limit int) (int, error)
 	// OutboxAge returns the age of the oldest undelivered event, 0 when
 	// there is none.
 	OutboxAge(ctx context.Context) (time.Duration, error)

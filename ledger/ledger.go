@@ -219,7 +219,7 @@ type MintRequest struct {
 	// account-bound link): opaque keys of at most 64 visible ASCII
 	// characters, such as "c:" and a cookie's client id, or "u:" and a
 	// hash of the address and User-Agent. The session is looked up by the
-	// first key that ever had one (see AffinitySession); a new one is
+	// first key that ever had one (see SessionGetByAffinity); a new one is
 	// decided by the unique key of the key it was found under, or of the
 	// last key when none was, and is registered under every key, so that
 	// a later request found by any of them is sent to it.
@@ -271,108 +271,108 @@ type ClaimOutcome struct {
 // Claims is the download path on link URLs (gateway/link.go, mint.go,
 // affinity.go): it finds and claims links, mints sessions and refunds.
 type Claims interface {
-	// LinkByTokenHash returns the link, whatever its state. Errors:
+	// LinkGetByTokenHash returns the link, whatever its state. Errors:
 	// ErrNotFound, ErrUnavailable.
-	LinkByTokenHash(ctx context.Context, hash []byte) (*Link, error)
+	LinkGetByTokenHash(ctx context.Context, hash []byte) (*Link, error)
 	// Claim spends one allowance with a single conditional decrement and
 	// inserts the grant in the same transaction. Errors: ErrRefused (with
 	// the reason), ErrAmbiguous, ErrUnavailable.
 	Claim(ctx context.Context, req ClaimRequest) (*Grant, error)
-	// ClaimByToken is the download path's one call: it reads the link
+	// LinkClaim is the download path's one call: it reads the link
 	// with token hash hash and, when a GET of its URL claims at once
 	// (Link.ClaimsAtOnce(confirmed), confirmed for a POST from the
 	// landing page), claims it with Claim's decrement, all in one
 	// transaction (on MySQL one batch and its COMMIT or ROLLBACK).
 	// req.LinkID is ignored. Errors: ErrNotFound, ErrAmbiguous (with the
 	// outcome's link and grant), ErrUnavailable.
-	ClaimByToken(ctx context.Context, hash []byte, req ClaimRequest, confirmed bool) (ClaimOutcome, error)
-	// Refund gives back the allowance of a granted claim and marks the
+	LinkClaim(ctx context.Context, hash []byte, req ClaimRequest, confirmed bool) (ClaimOutcome, error)
+	// GrantRefund gives back the allowance of a granted claim and marks the
 	// grant refunded; refunding twice is a no-op. Errors: ErrNotFound.
-	Refund(ctx context.Context, grantID string) error
-	// MintSession claims and creates a session atomically. With an
+	GrantRefund(ctx context.Context, grantID string) error
+	// SessionMint claims and creates a session atomically. With an
 	// idempotency key already used for (link, account) it returns the
 	// existing session and created=false, claiming nothing. Errors as Claim.
-	MintSession(ctx context.Context, req MintRequest) (s *Session, created bool, err error)
-	// AffinitySession returns the usable session (live, budget left)
+	SessionMint(ctx context.Context, req MintRequest) (s *Session, created bool, err error)
+	// SessionGetByAffinity returns the usable session (live, budget left)
 	// that session affinity (SPEC §5) gave the client on the link: the
 	// account when keys is nil, else the newest session of the first of
 	// keys that ever had one (see MintRequest.AffinityKeys). Errors:
 	// ErrNotFound when there is none (or it died), ErrInvalid,
 	// ErrUnavailable.
-	AffinitySession(ctx context.Context, linkID, account string, keys []string) (*Session, error)
-	// NoteAffinityReuse records that session affinity sent a request to
+	SessionGetByAffinity(ctx context.Context, linkID, account string, keys []string) (*Session, error)
+	// SessionNoteAffinityReuse records that session affinity sent a request to
 	// the session instead of claiming (shown on its grant). Errors:
 	// ErrUnavailable.
-	NoteAffinityReuse(ctx context.Context, sessionID string) error
+	SessionNoteAffinityReuse(ctx context.Context, sessionID string) error
 }
 
 // Sessions is what serving a session URL reads (gateway/session.go).
 type Sessions interface {
-	// SessionByTokenHash returns the session with its link's revocation.
+	// SessionGetByTokenHash returns the session with its link's revocation.
 	// Errors: ErrNotFound.
-	SessionByTokenHash(ctx context.Context, hash []byte) (*Session, error)
+	SessionGetByTokenHash(ctx context.Context, hash []byte) (*Session, error)
 }
 
 // Budget is a session's byte budget, drawn and given back while a
 // response streams (gateway/warm.go).
 type Budget interface {
-	// DrawBytes reserves up to want bytes of the session's budget and
+	// BudgetDraw reserves up to want bytes of the session's budget and
 	// returns how many were granted (≥ 1). Errors: ErrBudgetExhausted,
 	// ErrRefused (session dead).
-	DrawBytes(ctx context.Context, sessionID string, want int64) (int64, error)
-	// ReturnBytes gives back n reserved but unsent bytes.
-	ReturnBytes(ctx context.Context, sessionID string, n int64) error
+	BudgetDraw(ctx context.Context, sessionID string, want int64) (int64, error)
+	// BudgetReturn gives back n reserved but unsent bytes.
+	BudgetReturn(ctx context.Context, sessionID string, n int64) error
 }
 
 // Slots are a session's leased concurrency slots (gateway/warm.go,
 // gateway/lease.go).
 type Slots interface {
-	// AcquireSlot leases one of the session's concurrency slots to holder
+	// SlotAcquire leases one of the session's concurrency slots to holder
 	// until now+lease. Errors: ErrNoSlot.
-	AcquireSlot(ctx context.Context, sessionID, holder string, lease time.Duration) error
-	// RenewSlot extends holder's lease. Errors: ErrNotFound when the lease
+	SlotAcquire(ctx context.Context, sessionID, holder string, lease time.Duration) error
+	// SlotRenew extends holder's lease. Errors: ErrNotFound when the lease
 	// was lost.
-	RenewSlot(ctx context.Context, sessionID, holder string, lease time.Duration) error
-	// ReleaseSlot frees holder's slot; releasing a lost lease is a no-op.
-	ReleaseSlot(ctx context.Context, sessionID, holder string) error
+	SlotRenew(ctx context.Context, sessionID, holder string, lease time.Duration) error
+	// SlotRelease frees holder's slot; releasing a lost lease is a no-op.
+	SlotRelease(ctx context.Context, sessionID, holder string) error
 }
 
 // Admin is the admin API's view of links and sessions
 // (gateway/admin*.go).
 type Admin interface {
-	// CreateLink inserts l (ID and TokenHash set by the caller). When
+	// LinkCreate inserts l (ID and TokenHash set by the caller). When
 	// l.IdempotencyKey names an existing link, that link is returned with
 	// created=false. Errors: ErrInvalid, ErrUnavailable.
-	CreateLink(ctx context.Context, l *Link) (out *Link, created bool, err error)
-	// Link returns the link with its counts. Errors: ErrNotFound.
-	Link(ctx context.Context, id string) (*LinkStatus, error)
-	// RevokeLink revokes the link and ends its sessions; idempotent.
+	LinkCreate(ctx context.Context, l *Link) (out *Link, created bool, err error)
+	// LinkGet returns the link with its counts. Errors: ErrNotFound.
+	LinkGet(ctx context.Context, id string) (*LinkStatus, error)
+	// LinkRevoke revokes the link and ends its sessions; idempotent.
 	// Errors: ErrNotFound.
-	RevokeLink(ctx context.Context, id string) error
-	// AddAllowance adds n ≥ 1 to the link's allowance and remaining,
+	LinkRevoke(ctx context.Context, id string) error
+	// AllowanceAdd adds n ≥ 1 to the link's allowance and remaining,
 	// recording the reason. Errors: ErrNotFound, ErrInvalid.
-	AddAllowance(ctx context.Context, id string, n int, reason string) error
-	// Grants lists the link's grants newest first. Errors: ErrNotFound.
-	Grants(ctx context.Context, linkID, cursor string, limit int) (Page, error)
-	// ListLinks lists links newest first (created_at, then id,
+	AllowanceAdd(ctx context.Context, id string, n int, reason string) error
+	// GrantList lists the link's grants newest first. Errors: ErrNotFound.
+	GrantList(ctx context.Context, linkID, cursor string, limit int) (Page, error)
+	// LinkList lists links newest first (created_at, then id,
 	// descending), one page at a time, with their counts. Errors:
 	// ErrInvalid (bad cursor, limit or state), ErrUnavailable.
-	ListLinks(ctx context.Context, q ListQuery) (LinkPage, error)
-	// AllowanceChanges lists the audited allowance changes of a link,
+	LinkList(ctx context.Context, q ListQuery) (LinkPage, error)
+	// AllowanceList lists the audited allowance changes of a link,
 	// newest first. Errors: ErrNotFound.
-	AllowanceChanges(ctx context.Context, linkID string) ([]AllowanceChange, error)
-	// Session returns a session by id. Errors: ErrNotFound.
-	Session(ctx context.Context, id string) (*Session, error)
-	// RevokeSession revokes one session; idempotent. Errors: ErrNotFound.
-	RevokeSession(ctx context.Context, id string) error
+	AllowanceList(ctx context.Context, linkID string) ([]AllowanceChange, error)
+	// SessionGet returns a session by id. Errors: ErrNotFound.
+	SessionGet(ctx context.Context, id string) (*Session, error)
+	// SessionRevoke revokes one session; idempotent. Errors: ErrNotFound.
+	SessionRevoke(ctx context.Context, id string) error
 }
 
 // Sweeper ends expired sessions and clears lapsed slot leases
 // (gateway/retention.go).
 type Sweeper interface {
-	// Sweep ends expired sessions and clears lapsed leases, at most limit
+	// SessionSweep ends expired sessions and clears lapsed leases, at most limit
 	// of each. Safe to run in many processes at once.
-	Sweep(ctx context.Context, limit int) (SweepResult, error)
+	SessionSweep(ctx context.Context, limit int) (SweepResult, error)
 }
 
 // Health is the readiness check and the end of the pool (gateway

@@ -34,9 +34,9 @@ const (
 	ObjectDeleted ObjectState = "deleted"
 )
 
-// Deletion timing. A deletion handed out by BeginDeletion or
-// ClaimDeletions is the caller's alone for DeletionLease; a caller that
-// dies before FinishDeletion loses it then, and another process takes it
+// Deletion timing. A deletion handed out by DeletionBegin or
+// DeletionClaim is the caller's alone for DeletionLease; a caller that
+// dies before DeletionFinish loses it then, and another process takes it
 // up. A failed store deletion is tried again after a backoff that doubles
 // from DeletionRetryMin up to DeletionRetryMax.
 const (
@@ -68,7 +68,7 @@ type StoredObject struct {
 }
 
 // Deletion is an object version marked deleting and handed to one caller
-// to delete from the store, which then reports with FinishDeletion.
+// to delete from the store, which then reports with DeletionFinish.
 type Deletion struct {
 	Object Object
 	// Attempts counts the failed store deletions before this one.
@@ -88,7 +88,7 @@ func (e *PinnedError) Error() string {
 // Is makes errors.Is(err, ErrPinned) true for every PinnedError.
 func (e *PinnedError) Is(target error) bool { return target == ErrPinned }
 
-// PurgeResult counts what one PurgeLinks call deleted.
+// PurgeResult counts what one LinkPurge call deleted.
 type PurgeResult struct {
 	Links      int // with their grants, sessions, allowance changes and idempotency keys
 	Tombstones int // rows of deleted object versions
@@ -103,42 +103,42 @@ type PurgeResult struct {
 // to life (the exhausted ones are revoked, so no top-up revives them). It
 // never calls the store: callers delete what it hands out and report.
 type ObjectLedger interface {
-	// RecordObject records a version the gateway stored. Recording the
+	// ObjectRecord records a version the gateway stored. Recording the
 	// same version again (an S3 bucket without versioning reuses version
 	// "null") makes it stored anew with o's size and ETag. Errors:
 	// ErrInvalid, ErrUnavailable.
-	RecordObject(ctx context.Context, o Object) error
-	// StoredObject returns the record of a version the gateway stored.
+	ObjectRecord(ctx context.Context, o Object) error
+	// ObjectGet returns the record of a version the gateway stored.
 	// Errors: ErrNotFound, ErrUnavailable.
-	StoredObject(ctx context.Context, bucket, key, versionID string) (*StoredObject, error)
-	// BeginDeletion marks a version the gateway stored deleting, when
+	ObjectGet(ctx context.Context, bucket, key, versionID string) (*StoredObject, error)
+	// DeletionBegin marks a version the gateway stored deleting, when
 	// nothing live pins it, and hands it out for DeletionLease. With force
-	// the live links are revoked first (RevokeLink, which ends their
+	// the live links are revoked first (LinkRevoke, which ends their
 	// sessions). A version already deleting is handed out again, so an
 	// operator can retry a failed deletion at once. Errors: ErrNotFound
 	// (the gateway did not store it, or it is deleted), ErrPinned (a
 	// *PinnedError), ErrUnavailable.
-	BeginDeletion(ctx context.Context, bucket, key, versionID string, force bool) (*Deletion, error)
-	// ClaimDeletions hands out at most limit versions to delete: versions
+	DeletionBegin(ctx context.Context, bucket, key, versionID string, force bool) (*Deletion, error)
+	// DeletionClaim hands out at most limit versions to delete: versions
 	// unreferenced for at least retention (marked deleting in the same
 	// transaction; retention 0 keeps every version), and deletions whose
 	// failed attempt's backoff or lapsed lease has passed. Each is handed
 	// to one caller at a time, whichever process asks. Errors:
 	// ErrInvalid (negative retention, limit < 1), ErrUnavailable.
-	ClaimDeletions(ctx context.Context, retention time.Duration, limit int) ([]Deletion, error)
-	// FinishDeletion records the store's answer for d: failure nil means
+	DeletionClaim(ctx context.Context, retention time.Duration, limit int) ([]Deletion, error)
+	// DeletionFinish records the store's answer for d: failure nil means
 	// the version is gone (deleted now, or found missing), and the row
 	// becomes a tombstone; otherwise the failure is recorded and the
 	// deletion is handed out again after DeletionBackoff. Reporting on a
 	// deletion already finished is a no-op. Errors: ErrNotFound,
 	// ErrUnavailable.
-	FinishDeletion(ctx context.Context, d Deletion, failure error) error
-	// PurgeLinks deletes at most limit links dead for at least retention
+	DeletionFinish(ctx context.Context, d Deletion, failure error) error
+	// LinkPurge deletes at most limit links dead for at least retention
 	// (revoked, or expired, with every session dead as long) with their
 	// grants, sessions, slots, allowance changes and idempotency keys,
 	// and tombstones of versions deleted as long ago. Retention 0 keeps
 	// everything. Errors: ErrInvalid, ErrUnavailable.
-	PurgeLinks(ctx context.Context, retention time.Duration, limit int) (PurgeResult, error)
+	LinkPurge(ctx context.Context, retention time.Duration, limit int) (PurgeResult, error)
 }
 
 // Digests is what the backfill of SHA-256s needs (gateway objects digest,
@@ -146,17 +146,17 @@ type ObjectLedger interface {
 // none until it is run. Only the backfill uses it; the gateway's Ledger
 // does not include it.
 type Digests interface {
-	// MissingDigests counts the stored versions without a SHA-256 and
+	// DigestCountMissing counts the stored versions without a SHA-256 and
 	// their bytes. Errors: ErrUnavailable.
-	MissingDigests(ctx context.Context) (count int, bytes int64, err error)
-	// ObjectsWithoutDigest returns at most limit stored versions without
+	DigestCountMissing(ctx context.Context) (count int, bytes int64, err error)
+	// ObjectListWithoutDigest returns at most limit stored versions without
 	// a SHA-256, in a fixed order, after the one the cursor after names
 	// ("" for the first), and the cursor of the last one returned (""
 	// when none was). A run that stops and starts again from "" finds
 	// exactly the versions still without one. Errors: ErrInvalid (limit
 	// < 1, a cursor not from here), ErrUnavailable.
-	ObjectsWithoutDigest(ctx context.Context, after string, limit int) ([]StoredObject, string, error)
-	// RecordDigest records sum as the SHA-256 of the version o names,
+	ObjectListWithoutDigest(ctx context.Context, after string, limit int) ([]StoredObject, string, error)
+	// DigestRecord records sum as the SHA-256 of the version o names,
 	// while it still has o's size and ETag, and on the links and
 	// sessions pinning that version that have none yet, in one
 	// transaction. Recording the same digest again changes nothing.
@@ -164,5 +164,5 @@ type Digests interface {
 	// version, or it changed), ErrConflict (the version already has
 	// another digest: its bytes are not the ones recorded),
 	// ErrUnavailable.
-	RecordDigest(ctx context.Context, o Object, sum string) error
+	DigestRecord(ctx context.Context, o Object, sum string) error
 }

@@ -23,7 +23,7 @@ func TestEventsOfAnAnonymousLinkSendNullAccount(t *testing.T) {
 	db := mustSQLite(t, 1)[0]
 	hash := make([]byte, 32)
 	rand.Read(hash)
-	link, _, err := db.CreateLink(ctx, &ledger.Link{ID: uuid.Must(uuid.NewV7()).String(), TokenHash: hash,
+	link, _, err := db.LinkCreate(ctx, &ledger.Link{ID: uuid.Must(uuid.NewV7()).String(), TokenHash: hash,
 		Object:    ledger.Object{Bucket: "b", Key: "k", VersionID: "v1", Size: 10, ETag: `"e"`},
 		Filename:  "k",
 		Allowance: 2, Remaining: 2, ExpiresAt: time.Now().Add(time.Hour), Delivery: ledger.DeliveryStream})
@@ -34,11 +34,11 @@ func TestEventsOfAnAnonymousLinkSendNullAccount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Refund(ctx, g.ID); err != nil {
+	if err := db.GrantRefund(ctx, g.ID); err != nil {
 		t.Fatal(err)
 	}
 	rand.Read(hash)
-	if _, _, err := db.MintSession(ctx, ledger.MintRequest{
+	if _, _, err := db.SessionMint(ctx, ledger.MintRequest{
 		Claim:     ledger.ClaimRequest{LinkID: link.ID, Kind: ledger.KindSession, Client: "203.0.113.7 aria2/1.36"},
 		SessionID: uuid.Must(uuid.NewV7()).String(), TokenHash: hash, ByteBudget: 1000, MaxConcurrency: 2,
 		ExpiresAt: time.Now().Add(time.Hour),
@@ -48,14 +48,14 @@ func TestEventsOfAnAnonymousLinkSendNullAccount(t *testing.T) {
 	if _, err := db.Claim(ctx, ledger.ClaimRequest{LinkID: link.ID, Kind: ledger.KindStream, Client: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.RevokeLink(ctx, link.ID); err != nil {
+	if err := db.LinkRevoke(ctx, link.ID); err != nil {
 		t.Fatal(err)
 	}
 
 	// A link's events are handed out one at a time, in order.
 	var evs []ledger.OutboxEvent
 	for range 20 {
-		next, err := db.ClaimEvents(ctx, "test", 100, time.Minute)
+		next, err := db.EventClaim(ctx, "test", 100, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func TestEventsOfAnAnonymousLinkSendNullAccount(t *testing.T) {
 			break
 		}
 		for _, ev := range next {
-			if err := db.EventDelivered(ctx, ev.Seq, "test"); err != nil {
+			if err := db.EventMarkDelivered(ctx, ev.Seq, "test"); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -202,7 +202,7 @@ func (w *Worker) Run(ctx context.Context) {
 // belong to different links) and reports each outcome to the outbox. It
 // returns how many events it claimed.
 func (w *Worker) Round(ctx context.Context) (int, error) {
-	events, err := w.opts.Outbox.ClaimEvents(ctx, w.opts.Holder, w.opts.Batch, w.lease)
+	events, err := w.opts.Outbox.EventClaim(ctx, w.opts.Holder, w.opts.Batch, w.lease)
 	if err != nil {
 		return 0, err
 	}
@@ -227,11 +227,11 @@ func (w *Worker) deliver(ctx context.Context, e ledger.OutboxEvent) {
 	case a.result == ResultSuccess:
 		w.metrics.deliveries.WithLabelValues(ResultSuccess).Inc()
 		log.DebugContext(ctx, "webhook delivered", "status", a.status, "duration", time.Since(start))
-		err = w.opts.Outbox.EventDelivered(rctx, e.Seq, w.opts.Holder)
+		err = w.opts.Outbox.EventMarkDelivered(rctx, e.Seq, w.opts.Holder)
 	case ctx.Err() != nil:
 		// Shutting down: not the receiver's failure. Let go of the event
 		// so another process sends it now rather than after the lease.
-		err = w.opts.Outbox.EventFailed(rctx, e.Seq, w.opts.Holder, "interrupted: the gateway process stopped", 0)
+		err = w.opts.Outbox.EventMarkFailed(rctx, e.Seq, w.opts.Holder, "interrupted: the gateway process stopped", 0)
 	default:
 		w.metrics.deliveries.WithLabelValues(a.result).Inc()
 		delay := w.opts.Backoff.Delay(e.Attempts, w.opts.Rand())
@@ -240,7 +240,7 @@ func (w *Worker) deliver(ctx context.Context, e ledger.OutboxEvent) {
 		}
 		log.InfoContext(ctx, "webhook delivery failed; will retry", "result", a.result, "status", a.status,
 			"reason", a.reason, "retry_in", delay, "duration", time.Since(start))
-		err = w.opts.Outbox.EventFailed(rctx, e.Seq, w.opts.Holder, a.reason, delay)
+		err = w.opts.Outbox.EventMarkFailed(rctx, e.Seq, w.opts.Holder, a.reason, delay)
 	}
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
@@ -256,7 +256,7 @@ func (w *Worker) deliver(ctx context.Context, e ledger.OutboxEvent) {
 // and sets the age gauge.
 func (w *Worker) housekeep(ctx context.Context) {
 	for {
-		n, err := w.opts.Outbox.ExpireEvents(ctx, w.opts.MaxAge, 500)
+		n, err := w.opts.Outbox.EventExpire(ctx, w.opts.MaxAge, 500)
 		if err != nil {
 			if ctx.Err() == nil {
 				w.log.WarnContext(ctx, "webhook: cannot expire events", "err", err)
@@ -272,7 +272,7 @@ func (w *Worker) housekeep(ctx context.Context) {
 		}
 	}
 	for {
-		n, err := w.opts.Outbox.PurgeEvents(ctx, w.opts.Keep, 500)
+		n, err := w.opts.Outbox.EventPurge(ctx, w.opts.Keep, 500)
 		if err != nil {
 			if ctx.Err() == nil {
 				w.log.WarnContext(ctx, "webhook: cannot purge finished events", "err", err)

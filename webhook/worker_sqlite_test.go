@@ -95,7 +95,7 @@ func TestTwoWorkersDeliverEveryEventOfALinkInOrderThroughFailures(t *testing.T) 
 	for range 2 {
 		hash := make([]byte, 32)
 		rand.Read(hash)
-		link, _, err := l.CreateLink(ctx, &ledger.Link{ID: uuid.Must(uuid.NewV7()).String(), TokenHash: hash,
+		link, _, err := l.LinkCreate(ctx, &ledger.Link{ID: uuid.Must(uuid.NewV7()).String(), TokenHash: hash,
 			Object:    ledger.Object{Bucket: "b", Key: "k", VersionID: "v1", Size: 10},
 			Allowance: 2, Remaining: 2, ExpiresAt: time.Now().Add(time.Hour), Delivery: ledger.DeliveryStream})
 		if err != nil {
@@ -109,7 +109,7 @@ func TestTwoWorkersDeliverEveryEventOfALinkInOrderThroughFailures(t *testing.T) 
 				t.Fatal(err)
 			}
 		}
-		if err := l.RevokeLink(ctx, link.ID); err != nil {
+		if err := l.LinkRevoke(ctx, link.ID); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -39,7 +39,7 @@ type failure struct {
 
 var _ ledger.Outbox = (*fakeOutbox)(nil)
 
-func (f *fakeOutbox) ClaimEvents(_ context.Context, _ string, limit int, _ time.Duration) ([]ledger.OutboxEvent, error) {
+func (f *fakeOutbox) EventClaim(_ context.Context, _ string, limit int, _ time.Duration) ([]ledger.OutboxEvent, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := min(limit, len(f.pending))
@@ -48,22 +48,22 @@ func (f *fakeOutbox) ClaimEvents(_ context.Context, _ string, limit int, _ time.
 	return out, nil
 }
 
-func (f *fakeOutbox) EventDelivered(_ context.Context, seq int64, _ string) error {
+func (f *fakeOutbox) EventMarkDelivered(_ context.Context, seq int64, _ string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.delivered = append(f.delivered, seq)
 	return nil
 }
 
-func (f *fakeOutbox) EventFailed(_ context.Context, seq int64, _, reason string, retryIn time.Duration) error {
+func (f *fakeOutbox) EventMarkFailed(_ context.Context, seq int64, _, reason string, retryIn time.Duration) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.failed = append(f.failed, failure{seq, reason, retryIn})
 	return nil
 }
 
-func (f *fakeOutbox) ExpireEvents(context.Context, time.Duration, int) (int, error) { return 0, nil }
-func (f *fakeOutbox) PurgeEvents(context.Context, time.Duration, int) (int, error)  { return 0, nil }
+func (f *fakeOutbox) EventExpire(context.Context, time.Duration, int) (int, error) { return 0, nil }
+func (f *fakeOutbox) EventPurge(context.Context, time.Duration, int) (int, error)  { return 0, nil }
 func (f *fakeOutbox) OutboxAge(context.Context) (time.Duration, error)              { return 0, nil }
 
 func testEvent() ledger.OutboxEvent {

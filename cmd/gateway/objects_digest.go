@@ -74,7 +74,7 @@ const backfillPage = 100
 // backfill digests every stored version without a SHA-256, streaming each
 // through the hash, with one progress bar over all their bytes.
 func (c *objectsCommand) backfill(ctx context.Context, d ledger.Digests, st storage.Store) error {
-	count, total, err := d.MissingDigests(ctx)
+	count, total, err := d.DigestCountMissing(ctx)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (c *objectsCommand) backfill(ctx context.Context, d ledger.Digests, st stor
 		read       int64
 	)
 	for {
-		page, next, err := d.ObjectsWithoutDigest(ctx, cursor, backfillPage)
+		page, next, err := d.ObjectListWithoutDigest(ctx, cursor, backfillPage)
 		if err != nil {
 			return err
 		}
@@ -106,7 +106,7 @@ func (c *objectsCommand) backfill(ctx context.Context, d ledger.Digests, st stor
 			sum, n, err := digestVersion(ctx, st, so.Object, progress)
 			read += n
 			if err == nil {
-				err = d.RecordDigest(ctx, so.Object, sum)
+				err = d.DigestRecord(ctx, so.Object, sum)
 			}
 			switch {
 			case err == nil:

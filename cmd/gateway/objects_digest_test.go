@@ -51,14 +51,14 @@ func TestObjectsDigestFillsInTheVersionsStoredBeforeDigests(t *testing.T) {
 		}
 		// As the gateway recorded uploads before it computed digests.
 		o := ledger.Object{Bucket: v.Bucket, Key: v.Key, VersionID: v.VersionID, Size: v.Size, ETag: v.ETag, ContentType: v.ContentType}
-		if err := db.RecordObject(ctx, o); err != nil {
+		if err := db.ObjectRecord(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 		versions[key] = o
 	}
 	id := uuid.Must(uuid.NewV7()).String()
 	hash := sha256.Sum256([]byte(id))
-	if _, _, err := db.CreateLink(ctx, &ledger.Link{ID: id, TokenHash: hash[:], Object: versions["a.bin"], Filename: "a.bin",
+	if _, _, err := db.LinkCreate(ctx, &ledger.Link{ID: id, TokenHash: hash[:], Object: versions["a.bin"], Filename: "a.bin",
 		Allowance: 1, Remaining: 1, ExpiresAt: time.Now().Add(time.Hour), Delivery: ledger.DeliveryStream}); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestObjectsDigestFillsInTheVersionsStoredBeforeDigests(t *testing.T) {
 		t.Errorf("stderr = %q, want the count, a progress bar and gone.bin named", stderr.String())
 	}
 	for key, data := range contents {
-		got, err := db.StoredObject(ctx, versions[key].Bucket, key, versions[key].VersionID)
+		got, err := db.ObjectGet(ctx, versions[key].Bucket, key, versions[key].VersionID)
 		want := hex.EncodeToString(sha256sum(data))
 		if key == "gone.bin" {
 			want = ""
@@ -91,7 +91,7 @@ func TestObjectsDigestFillsInTheVersionsStoredBeforeDigests(t *testing.T) {
 			t.Errorf("%s: recorded SHA256 %q, %v, want %q", key, got.SHA256, err, want)
 		}
 	}
-	l, err := db.Link(ctx, id)
+	l, err := db.LinkGet(ctx, id)
 	if err != nil || l.Object.SHA256 != hex.EncodeToString(sha256sum(contents["a.bin"])) {
 		t.Errorf("the link to a.bin has SHA256 %q, %v, want its digest", l.Object.SHA256, err)
 	}

@@ -12,7 +12,7 @@ import (
 
 // mintAffinity asks for account's affinity session of l (SPEC §5).
 func (e *env) mintAffinity(l *ledger.Link, account string) (*ledger.Session, bool, error) {
-	return e.l.MintSession(e.ctx, ledger.MintRequest{
+	return e.l.SessionMint(e.ctx, ledger.MintRequest{
 		Claim:          ledger.ClaimRequest{LinkID: l.ID, AccountID: account, Client: "test"},
 		SessionID:      uuid.Must(uuid.NewV7()).String(),
 		TokenHash:      randomHash(nil),
@@ -37,9 +37,9 @@ func exerciseAffinity(t *testing.T, newLedger NewLedger) {
 			t.Fatalf("after affinity mints: %+v, want one claim", st)
 		}
 		for id := range ids {
-			got, err := e.l.AffinitySession(e.ctx, l.ID, "alice", nil)
+			got, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "alice", nil)
 			if err != nil || got.ID != id {
-				t.Fatalf("AffinitySession = %+v, %v; want %s", got, err, id)
+				t.Fatalf("SessionGetByAffinity = %+v, %v; want %s", got, err, id)
 			}
 		}
 	})
@@ -51,11 +51,11 @@ func exerciseAffinity(t *testing.T, newLedger NewLedger) {
 		if err != nil || !created {
 			t.Fatalf("first affinity mint = %v, %v", created, err)
 		}
-		if err := e.l.RevokeSession(e.ctx, first.ID); err != nil {
+		if err := e.l.SessionRevoke(e.ctx, first.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.l.AffinitySession(e.ctx, l.ID, "alice", nil); !errors.Is(err, ledger.ErrNotFound) {
-			t.Fatalf("AffinitySession of a revoked session: %v, want ErrNotFound", err)
+		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "alice", nil); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("SessionGetByAffinity of a revoked session: %v, want ErrNotFound", err)
 		}
 		_, ids := concurrentSessions(t, 10, func(int) (*ledger.Session, bool, error) { return e.mintAffinity(l, "alice") })
 		if len(ids) != 1 || ids[first.ID] != 0 {
@@ -80,8 +80,8 @@ func exerciseAffinity(t *testing.T, newLedger NewLedger) {
 		}
 		_, _, err := e.mintAffinity(l, "mallory")
 		wantReason(t, err, ledger.ReasonWrongAccount)
-		if _, err := e.l.AffinitySession(e.ctx, l.ID, "mallory", nil); !errors.Is(err, ledger.ErrNotFound) {
-			t.Fatalf("AffinitySession for another account: %v, want ErrNotFound", err)
+		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "mallory", nil); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("SessionGetByAffinity for another account: %v, want ErrNotFound", err)
 		}
 	})
 	t.Run("ASessionIsBoundOnlyWhenItsLinkIs", func(t *testing.T) {

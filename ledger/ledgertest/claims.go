@@ -57,7 +57,7 @@ func exerciseClaims(t *testing.T, newLedger NewLedger) {
 		t.Parallel()
 		e := setup(t, newLedger)
 		l := e.MustLink(t, 3)
-		if err := e.l.RevokeLink(e.ctx, l.ID); err != nil {
+		if err := e.l.LinkRevoke(e.ctx, l.ID); err != nil {
 			t.Fatal(err)
 		}
 		_, err := e.claim(l, "")
@@ -121,7 +121,7 @@ func exerciseClaims(t *testing.T, newLedger NewLedger) {
 			t.Fatal(err)
 		}
 		for i := 0; i < 3; i++ { // refunding again must not add more
-			if err := e.l.Refund(e.ctx, g.ID); err != nil {
+			if err := e.l.GrantRefund(e.ctx, g.ID); err != nil {
 				t.Fatalf("refund %d: %v", i, err)
 			}
 		}
@@ -129,7 +129,7 @@ func exerciseClaims(t *testing.T, newLedger NewLedger) {
 		if st.Remaining != 1 || st.Grants[ledger.StatusRefunded] != 1 || st.Grants[ledger.StatusGranted] != 1 {
 			t.Fatalf("after refund remaining=%d grants=%v, want 1, 1 refunded, 1 granted", st.Remaining, st.Grants)
 		}
-		if err := e.l.Refund(e.ctx, "00000000-0000-0000-0000-000000000000"); !errors.Is(err, ledger.ErrNotFound) {
+		if err := e.l.GrantRefund(e.ctx, "00000000-0000-0000-0000-000000000000"); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("refund unknown = %v, want ErrNotFound", err)
 		}
 	})
@@ -143,7 +143,7 @@ func exerciseClaims(t *testing.T, newLedger NewLedger) {
 				ok = append(ok, g.ID)
 			}
 		}
-		p, err := e.l.Grants(e.ctx, l.ID, "", 100)
+		p, err := e.l.GrantList(e.ctx, l.ID, "", 100)
 		if err != nil {
 			t.Fatal(err)
 		}

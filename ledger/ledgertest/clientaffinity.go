@@ -15,7 +15,7 @@ import (
 // (in the gateway's order: cookie, then address and User-Agent) on an
 // unbound link (SPEC §5).
 func (e *env) mintForClient(l *ledger.Link, budget int64, keys ...string) (*ledger.Session, bool, error) {
-	return e.l.MintSession(e.ctx, ledger.MintRequest{
+	return e.l.SessionMint(e.ctx, ledger.MintRequest{
 		Claim:          ledger.ClaimRequest{LinkID: l.ID, Client: "test"},
 		SessionID:      uuid.Must(uuid.NewV7()).String(),
 		TokenHash:      randomHash(nil),
@@ -77,9 +77,9 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 			t.Fatalf("after 20 first requests of one client: %+v, want one claim", st)
 		}
 		for id := range ids {
-			got, err := e.l.AffinitySession(e.ctx, l.ID, "", []string{"u:client-a"})
+			got, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"u:client-a"})
 			if err != nil || got.ID != id {
-				t.Fatalf("AffinitySession = %+v, %v; want %s", got, err, id)
+				t.Fatalf("SessionGetByAffinity = %+v, %v; want %s", got, err, id)
 			}
 		}
 	})
@@ -100,8 +100,8 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 		if st := e.mustStatus(t, l.ID); st.Remaining != 1 || st.Grants[ledger.StatusGranted] != 2 {
 			t.Fatalf("two clients: %+v, want two claims", st)
 		}
-		if _, err := e.l.AffinitySession(e.ctx, l.ID, "", []string{"u:client-c"}); !errors.Is(err, ledger.ErrNotFound) {
-			t.Fatalf("AffinitySession of a client that minted nothing: %v, want ErrNotFound", err)
+		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"u:client-c"}); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("SessionGetByAffinity of a client that minted nothing: %v, want ErrNotFound", err)
 		}
 	})
 	t.Run("EveryKeyOfTheMintingRequestFindsTheSession", func(t *testing.T) {
@@ -115,9 +115,9 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 			t.Fatalf("first mint = %v, %v", created, err)
 		}
 		for _, keys := range [][]string{{"c:cookie-1"}, {"u:client-a"}, {"c:cookie-1", "u:client-a"}, {"c:unknown", "u:client-a"}} {
-			got, err := e.l.AffinitySession(e.ctx, l.ID, "", keys)
+			got, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", keys)
 			if err != nil || got.ID != first.ID {
-				t.Fatalf("AffinitySession(%q) = %+v, %v; want %s", keys, got, err, first.ID)
+				t.Fatalf("SessionGetByAffinity(%q) = %+v, %v; want %s", keys, got, err, first.ID)
 			}
 			again, created, err := e.mintForClient(l, 1000, keys...)
 			if err != nil || created || again.ID != first.ID {
@@ -125,11 +125,11 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 			}
 		}
 		// Keys are compared exactly: _ in a key is no wildcard.
-		if _, err := e.l.AffinitySession(e.ctx, l.ID, "", []string{"c:cookie_1"}); !errors.Is(err, ledger.ErrNotFound) {
-			t.Fatalf("AffinitySession(c:cookie_1) = %v, want ErrNotFound", err)
+		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"c:cookie_1"}); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("SessionGetByAffinity(c:cookie_1) = %v, want ErrNotFound", err)
 		}
-		if _, err := e.l.AffinitySession(e.ctx, l.ID, "", []string{"c:cookie-"}); !errors.Is(err, ledger.ErrNotFound) {
-			t.Fatalf("AffinitySession of a prefix of the key = %v, want ErrNotFound", err)
+		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"c:cookie-"}); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("SessionGetByAffinity of a prefix of the key = %v, want ErrNotFound", err)
 		}
 		if st := e.mustStatus(t, l.ID); st.Grants[ledger.StatusGranted] != 1 {
 			t.Fatalf("one client by several keys: %+v, want one claim", st)
@@ -149,9 +149,9 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 		if err != nil || !created {
 			t.Fatal(created, err)
 		}
-		got, err := e.l.AffinitySession(e.ctx, l.ID, "", []string{"c:cookie-b", "u:shared"})
+		got, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"c:cookie-b", "u:shared"})
 		if err != nil || got.ID != b.ID || got.ID == a.ID {
-			t.Fatalf("AffinitySession(cookie b, shared address) = %+v, %v; want b's session %s", got, err, b.ID)
+			t.Fatalf("SessionGetByAffinity(cookie b, shared address) = %+v, %v; want b's session %s", got, err, b.ID)
 		}
 	})
 	t.Run("ADeadOrSpentSessionMakesANewClaim", func(t *testing.T) {
@@ -163,11 +163,11 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 			t.Fatal(err)
 		}
 		// Budget spent: not reused.
-		if got, err := e.l.DrawBytes(e.ctx, first.ID, 100); err != nil || got != 100 {
-			t.Fatalf("DrawBytes = %d, %v", got, err)
+		if got, err := e.l.BudgetDraw(e.ctx, first.ID, 100); err != nil || got != 100 {
+			t.Fatalf("BudgetDraw = %d, %v", got, err)
 		}
-		if _, err := e.l.AffinitySession(e.ctx, l.ID, "", []string{"c:cookie-1", "u:client-a"}); !errors.Is(err, ledger.ErrNotFound) {
-			t.Fatalf("AffinitySession of a spent session: %v, want ErrNotFound", err)
+		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"c:cookie-1", "u:client-a"}); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("SessionGetByAffinity of a spent session: %v, want ErrNotFound", err)
 		}
 		created, ids := e.concurrentMints(t, l, 10, "c:cookie-1", "u:client-a")
 		if created != 1 || len(ids) != 1 || ids[first.ID] != 0 {
@@ -178,7 +178,7 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 			second = id
 		}
 		// Revoked: not reused.
-		if err := e.l.RevokeSession(e.ctx, second); err != nil {
+		if err := e.l.SessionRevoke(e.ctx, second); err != nil {
 			t.Fatal(err)
 		}
 		third, made, err := e.mintForClient(l, 100, "u:client-a")
@@ -203,29 +203,29 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := e.l.AcquireSlot(e.ctx, x.ID, "streaming", time.Minute); err != nil {
+		if err := e.l.SlotAcquire(e.ctx, x.ID, "streaming", time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := e.l.DrawBytes(e.ctx, x.ID, 100); err != nil || got != 100 {
-			t.Fatalf("DrawBytes = %d, %v", got, err)
+		if got, err := e.l.BudgetDraw(e.ctx, x.ID, 100); err != nil || got != 100 {
+			t.Fatalf("BudgetDraw = %d, %v", got, err)
 		}
 		// The streaming request may give back what it did not send.
-		if got, err := e.l.AffinitySession(e.ctx, l.ID, "", []string{"u:client-a"}); err != nil || got.ID != x.ID {
-			t.Fatalf("AffinitySession while a request holds a slot = %+v, %v; want the session", got, err)
+		if got, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"u:client-a"}); err != nil || got.ID != x.ID {
+			t.Fatalf("SessionGetByAffinity while a request holds a slot = %+v, %v; want the session", got, err)
 		}
-		if err := e.l.ReleaseSlot(e.ctx, x.ID, "streaming"); err != nil {
+		if err := e.l.SlotRelease(e.ctx, x.ID, "streaming"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.l.AffinitySession(e.ctx, l.ID, "", []string{"u:client-a"}); !errors.Is(err, ledger.ErrNotFound) {
-			t.Fatalf("AffinitySession of a spent session no request holds: %v, want ErrNotFound", err)
+		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"u:client-a"}); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("SessionGetByAffinity of a spent session no request holds: %v, want ErrNotFound", err)
 		}
 		// A lapsed lease is no request.
-		if err := e.l.AcquireSlot(e.ctx, x.ID, "crashed", time.Second); err != nil {
+		if err := e.l.SlotAcquire(e.ctx, x.ID, "crashed", time.Second); err != nil {
 			t.Fatal(err)
 		}
 		e.clock.Add(2 * time.Second)
-		if _, err := e.l.AffinitySession(e.ctx, l.ID, "", []string{"u:client-a"}); !errors.Is(err, ledger.ErrNotFound) {
-			t.Fatalf("AffinitySession of a spent session with a lapsed lease: %v, want ErrNotFound", err)
+		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"u:client-a"}); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("SessionGetByAffinity of a spent session with a lapsed lease: %v, want ErrNotFound", err)
 		}
 	})
 	t.Run("ARevokedLinkEndsTheAffinity", func(t *testing.T) {
@@ -235,11 +235,11 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 		if _, _, err := e.mintForClient(l, 1000, "u:client-a"); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.l.RevokeLink(e.ctx, l.ID); err != nil {
+		if err := e.l.LinkRevoke(e.ctx, l.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.l.AffinitySession(e.ctx, l.ID, "", []string{"u:client-a"}); !errors.Is(err, ledger.ErrNotFound) {
-			t.Fatalf("AffinitySession after the link's revocation: %v, want ErrNotFound", err)
+		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"u:client-a"}); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("SessionGetByAffinity after the link's revocation: %v, want ErrNotFound", err)
 		}
 		_, _, err := e.mintForClient(l, 1000, "u:client-a")
 		wantReason(t, err, ledger.ReasonRevoked)
@@ -252,8 +252,8 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		releaseAll(t, 3, func(int) error { return e.l.NoteAffinityReuse(e.ctx, x.ID) })
-		p, err := e.l.Grants(e.ctx, l.ID, "", 10)
+		releaseAll(t, 3, func(int) error { return e.l.SessionNoteAffinityReuse(e.ctx, x.ID) })
+		p, err := e.l.GrantList(e.ctx, l.ID, "", 10)
 		if err != nil || len(p.Grants) != 1 || p.Grants[0].SessionID != x.ID || p.Grants[0].AffinityReuses != 3 {
 			t.Fatalf("Grants = %+v, %v; want the session's grant with 3 reuses", p, err)
 		}
@@ -270,8 +270,8 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 			if _, _, err := e.mintForClient(l, 1000, k); !errors.Is(err, ledger.ErrInvalid) {
 				t.Errorf("mint with key %q: %v, want ErrInvalid", k, err)
 			}
-			if _, err := e.l.AffinitySession(e.ctx, l.ID, "", []string{k}); !errors.Is(err, ledger.ErrInvalid) {
-				t.Errorf("AffinitySession with key %q: %v, want ErrInvalid", k, err)
+			if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{k}); !errors.Is(err, ledger.ErrInvalid) {
+				t.Errorf("SessionGetByAffinity with key %q: %v, want ErrInvalid", k, err)
 			}
 		}
 		if st := e.mustStatus(t, l.ID); st.Remaining != 3 {

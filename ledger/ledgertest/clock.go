@@ -40,20 +40,20 @@ func ExerciseClockSkew(t *testing.T, open OpenShared) {
 		ctx, r, f, _ := setup(t)
 		x := mustSkewSession(t, r, time.Now().Add(time.Hour), 1)
 		const lease = 20 * time.Second // shorter than the skew
-		if err := r.AcquireSlot(ctx, x.ID, "right", lease); err != nil {
+		if err := r.SlotAcquire(ctx, x.ID, "right", lease); err != nil {
 			t.Fatal(err)
 		}
 		// By its own clock the fast process sees the lease lapsed 10 s ago.
-		if err := f.AcquireSlot(ctx, x.ID, "fast", lease); !errors.Is(err, ledger.ErrNoSlot) {
+		if err := f.SlotAcquire(ctx, x.ID, "fast", lease); !errors.Is(err, ledger.ErrNoSlot) {
 			t.Fatalf("fast process acquiring a held slot = %v, want ErrNoSlot", err)
 		}
-		if res, err := f.Sweep(ctx, 10); err != nil || res.LeasesCleared != 0 {
+		if res, err := f.SessionSweep(ctx, 10); err != nil || res.LeasesCleared != 0 {
 			t.Fatalf("fast sweeper = %+v, %v; want no lease cleared", res, err)
 		}
-		if err := r.RenewSlot(ctx, x.ID, "right", lease); err != nil {
+		if err := r.SlotRenew(ctx, x.ID, "right", lease); err != nil {
 			t.Fatalf("the holder lost its lease to a fast sweeper: %v", err)
 		}
-		if err := f.AcquireSlot(ctx, x.ID, "fast", lease); !errors.Is(err, ledger.ErrNoSlot) {
+		if err := f.SlotAcquire(ctx, x.ID, "fast", lease); !errors.Is(err, ledger.ErrNoSlot) {
 			t.Fatalf("fast process after the sweep = %v, want ErrNoSlot", err)
 		}
 	})
@@ -63,13 +63,13 @@ func ExerciseClockSkew(t *testing.T, open OpenShared) {
 		x := mustSkewSession(t, r, time.Now().Add(time.Hour), 1)
 		// By its own clock the slow process's lease would have lapsed
 		// 10 s before it was taken.
-		if err := s.AcquireSlot(ctx, x.ID, "slow", 20*time.Second); err != nil {
+		if err := s.SlotAcquire(ctx, x.ID, "slow", 20*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.AcquireSlot(ctx, x.ID, "right", 20*time.Second); !errors.Is(err, ledger.ErrNoSlot) {
+		if err := r.SlotAcquire(ctx, x.ID, "right", 20*time.Second); !errors.Is(err, ledger.ErrNoSlot) {
 			t.Fatalf("acquiring the slot a slow process holds = %v, want ErrNoSlot", err)
 		}
-		if res, err := r.Sweep(ctx, 10); err != nil || res.LeasesCleared != 0 {
+		if res, err := r.SessionSweep(ctx, 10); err != nil || res.LeasesCleared != 0 {
 			t.Fatalf("sweeper = %+v, %v; want the slow process's lease kept", res, err)
 		}
 	})
@@ -83,9 +83,9 @@ func ExerciseClockSkew(t *testing.T, open OpenShared) {
 		dead := mustSkewLink(t, r, time.Now().Add(-2*time.Second))
 		_, err := s.Claim(ctx, ledger.ClaimRequest{LinkID: dead.ID, Kind: ledger.KindStream})
 		wantReason(t, err, ledger.ReasonExpired)
-		_, _, err = s.MintSession(ctx, skewMint(dead, time.Now().Add(time.Hour)))
+		_, _, err = s.SessionMint(ctx, skewMint(dead, time.Now().Add(time.Hour)))
 		wantReason(t, err, ledger.ReasonExpired)
-		st, err := r.Link(ctx, dead.ID)
+		st, err := r.LinkGet(ctx, dead.ID)
 		if err != nil || st.Remaining != 1 || st.Grants[ledger.StatusGranted] != 0 {
 			t.Fatalf("expired link after a slow process's claims: %+v, %v", st, err)
 		}
@@ -94,17 +94,17 @@ func ExerciseClockSkew(t *testing.T, open OpenShared) {
 		t.Parallel()
 		ctx, r, f, s := setup(t)
 		live := mustSkewSession(t, r, time.Now().Add(10*time.Second), 1)
-		if got, err := f.DrawBytes(ctx, live.ID, 10); err != nil || got != 10 {
+		if got, err := f.BudgetDraw(ctx, live.ID, 10); err != nil || got != 10 {
 			t.Fatalf("fast process drawing from a live session = %d, %v", got, err)
 		}
 		dead := mustSkewSession(t, r, time.Now().Add(-2*time.Second), 1)
-		_, err := s.DrawBytes(ctx, dead.ID, 10)
+		_, err := s.BudgetDraw(ctx, dead.ID, 10)
 		wantReason(t, err, ledger.ReasonExpired)
-		res, err := f.Sweep(ctx, 10)
+		res, err := f.SessionSweep(ctx, 10)
 		if err != nil || res.SessionsEnded != 1 {
 			t.Fatalf("fast sweeper = %+v, %v; want exactly the expired session ended", res, err)
 		}
-		if got, err := r.DrawBytes(ctx, live.ID, 10); err != nil || got != 10 {
+		if got, err := r.BudgetDraw(ctx, live.ID, 10); err != nil || got != 10 {
 			t.Fatalf("the live session after a fast sweep = %d, %v", got, err)
 		}
 	})
@@ -112,7 +112,7 @@ func ExerciseClockSkew(t *testing.T, open OpenShared) {
 
 func mustSkewLink(tb testing.TB, l ledger.Ledger, expires time.Time) *ledger.Link {
 	tb.Helper()
-	out, _, err := l.CreateLink(context.Background(), &ledger.Link{
+	out, _, err := l.LinkCreate(context.Background(), &ledger.Link{
 		ID: uuid.Must(uuid.NewV7()).String(), TokenHash: randomHash(tb),
 		Object:    ledger.Object{Bucket: "b", Key: "k", VersionID: "v1", Size: 10},
 		Allowance: 1, Remaining: 1, ExpiresAt: expires, Delivery: ledger.DeliverySession,
@@ -137,7 +137,7 @@ func mustSkewSession(tb testing.TB, l ledger.Ledger, expires time.Time, slots in
 	tb.Helper()
 	req := skewMint(mustSkewLink(tb, l, time.Now().Add(time.Hour)), expires)
 	req.MaxConcurrency = slots
-	x, _, err := l.MintSession(context.Background(), req)
+	x, _, err := l.SessionMint(context.Background(), req)
 	if err != nil {
 		tb.Fatal(err)
 	}

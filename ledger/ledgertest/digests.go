@@ -35,35 +35,35 @@ func exerciseDigests(t *testing.T, newLedger NewLedger) {
 		e := setup(t, newLedger)
 		o := e.mustRecord(t, "up.bin")
 		o.SHA256 = digestOf("up")
-		if err := e.l.RecordObject(e.ctx, o); err != nil { // recorded again, now with its digest
+		if err := e.l.ObjectRecord(e.ctx, o); err != nil { // recorded again, now with its digest
 			t.Fatal(err)
 		}
-		if got, err := e.l.StoredObject(e.ctx, o.Bucket, o.Key, o.VersionID); err != nil || got.SHA256 != o.SHA256 {
+		if got, err := e.l.ObjectGet(e.ctx, o.Bucket, o.Key, o.VersionID); err != nil || got.SHA256 != o.SHA256 {
 			t.Fatalf("StoredObject = %+v, %v, want SHA256 %s", got, err, o.SHA256)
 		}
 		pin := o
 		pin.SHA256 = "" // as a store that keeps no full-object digest reports it
 		l := e.linkTo(t, pin, 2, func(l *ledger.Link) { l.Delivery = ledger.DeliverySession })
 		if l.Object.SHA256 != o.SHA256 {
-			t.Errorf("CreateLink's link SHA256 = %q, want the upload's %s", l.Object.SHA256, o.SHA256)
+			t.Errorf("LinkCreate's link SHA256 = %q, want the upload's %s", l.Object.SHA256, o.SHA256)
 		}
-		if got, err := e.l.LinkByTokenHash(e.ctx, l.TokenHash); err != nil || got.Object.SHA256 != o.SHA256 {
-			t.Errorf("LinkByTokenHash SHA256 = %+v, %v, want %s", got, err, o.SHA256)
+		if got, err := e.l.LinkGetByTokenHash(e.ctx, l.TokenHash); err != nil || got.Object.SHA256 != o.SHA256 {
+			t.Errorf("LinkGetByTokenHash SHA256 = %+v, %v, want %s", got, err, o.SHA256)
 		}
-		out, err := e.l.ClaimByToken(e.ctx, l.TokenHash, ledger.ClaimRequest{Kind: ledger.KindStream, Client: "test"}, true)
+		out, err := e.l.LinkClaim(e.ctx, l.TokenHash, ledger.ClaimRequest{Kind: ledger.KindStream, Client: "test"}, true)
 		if err != nil || out.Link == nil || out.Link.Object.SHA256 != o.SHA256 {
-			t.Errorf("ClaimByToken = %+v, %v, want the link with SHA256 %s", out.Link, err, o.SHA256)
+			t.Errorf("LinkClaim = %+v, %v, want the link with SHA256 %s", out.Link, err, o.SHA256)
 		}
 		x := e.MustSession(t, l, 1000, 1)
 		if x.Object.SHA256 != o.SHA256 {
-			t.Errorf("MintSession's session SHA256 = %q, want %s", x.Object.SHA256, o.SHA256)
+			t.Errorf("SessionMint's session SHA256 = %q, want %s", x.Object.SHA256, o.SHA256)
 		}
-		if got, err := e.l.SessionByTokenHash(e.ctx, x.TokenHash); err != nil || got.Object.SHA256 != o.SHA256 {
-			t.Errorf("SessionByTokenHash SHA256 = %+v, %v, want %s", got, err, o.SHA256)
+		if got, err := e.l.SessionGetByTokenHash(e.ctx, x.TokenHash); err != nil || got.Object.SHA256 != o.SHA256 {
+			t.Errorf("SessionGetByTokenHash SHA256 = %+v, %v, want %s", got, err, o.SHA256)
 		}
-		page, err := e.l.ListLinks(e.ctx, ledger.ListQuery{Limit: 10})
+		page, err := e.l.LinkList(e.ctx, ledger.ListQuery{Limit: 10})
 		if err != nil || len(page.Links) != 1 || page.Links[0].Object.SHA256 != o.SHA256 {
-			t.Errorf("ListLinks = %+v, %v, want the link with SHA256 %s", page.Links, err, o.SHA256)
+			t.Errorf("LinkList = %+v, %v, want the link with SHA256 %s", page.Links, err, o.SHA256)
 		}
 	})
 
@@ -76,9 +76,9 @@ func exerciseDigests(t *testing.T, newLedger NewLedger) {
 			l    *ledger.Link
 			want string
 		}{{with, digestOf("s3's own")}, {without, ""}} {
-			got, err := e.l.LinkByTokenHash(e.ctx, tt.l.TokenHash)
+			got, err := e.l.LinkGetByTokenHash(e.ctx, tt.l.TokenHash)
 			if err != nil || got.Object.SHA256 != tt.want {
-				t.Errorf("LinkByTokenHash SHA256 = %q, %v, want %q", got.Object.SHA256, err, tt.want)
+				t.Errorf("LinkGetByTokenHash SHA256 = %q, %v, want %q", got.Object.SHA256, err, tt.want)
 			}
 		}
 	})
@@ -89,7 +89,7 @@ func exerciseDigests(t *testing.T, newLedger NewLedger) {
 		// S3's "null" version of a bucket without versioning: recorded
 		// with one ETag, another writer's object there now.
 		o := ledger.Object{Bucket: "b", Key: "null.bin", VersionID: "null", Size: 10, ETag: `"ours"`, SHA256: digestOf("ours")}
-		if err := e.l.RecordObject(e.ctx, o); err != nil {
+		if err := e.l.ObjectRecord(e.ctx, o); err != nil {
 			t.Fatal(err)
 		}
 		theirs := o
@@ -105,11 +105,11 @@ func exerciseDigests(t *testing.T, newLedger NewLedger) {
 		o := e.mustRecord(t, "k")
 		for _, bad := range []string{"abc", digestOf("x")[:63] + "G", "ABCDEF" + digestOf("x")[6:], digestOf("x") + "0"} {
 			o.SHA256 = bad
-			if err := e.l.RecordObject(e.ctx, o); !errors.Is(err, ledger.ErrInvalid) {
-				t.Errorf("RecordObject(sha256 %q) = %v, want ErrInvalid", bad, err)
+			if err := e.l.ObjectRecord(e.ctx, o); !errors.Is(err, ledger.ErrInvalid) {
+				t.Errorf("ObjectRecord(sha256 %q) = %v, want ErrInvalid", bad, err)
 			}
-			if err := digests(t, e).RecordDigest(e.ctx, o, bad); !errors.Is(err, ledger.ErrInvalid) {
-				t.Errorf("RecordDigest(%q) = %v, want ErrInvalid", bad, err)
+			if err := digests(t, e).DigestRecord(e.ctx, o, bad); !errors.Is(err, ledger.ErrInvalid) {
+				t.Errorf("DigestRecord(%q) = %v, want ErrInvalid", bad, err)
 			}
 		}
 	})
@@ -124,21 +124,21 @@ func exerciseDigests(t *testing.T, newLedger NewLedger) {
 		}
 		done := e.mustRecord(t, "done")
 		done.SHA256 = digestOf("done")
-		if err := e.l.RecordObject(e.ctx, done); err != nil {
+		if err := e.l.ObjectRecord(e.ctx, done); err != nil {
 			t.Fatal(err)
 		}
 		l := e.linkTo(t, old[1], 3)
 		x := e.MustSession(t, l, 1000, 1)
-		if n, bytes, err := d.MissingDigests(e.ctx); err != nil || n != 3 || bytes != 3000 {
-			t.Fatalf("MissingDigests = %d, %d, %v, want 3 versions of 3000 bytes", n, bytes, err)
+		if n, bytes, err := d.DigestCountMissing(e.ctx); err != nil || n != 3 || bytes != 3000 {
+			t.Fatalf("DigestCountMissing = %d, %d, %v, want 3 versions of 3000 bytes", n, bytes, err)
 		}
 
 		var seen []string
 		cursor := ""
 		for range 10 {
-			page, next, err := d.ObjectsWithoutDigest(e.ctx, cursor, 2)
+			page, next, err := d.ObjectListWithoutDigest(e.ctx, cursor, 2)
 			if err != nil {
-				t.Fatalf("ObjectsWithoutDigest(%q, 2) = %v", cursor, err)
+				t.Fatalf("ObjectListWithoutDigest(%q, 2) = %v", cursor, err)
 			}
 			if len(page) == 0 {
 				if next != "" {
@@ -151,8 +151,8 @@ func exerciseDigests(t *testing.T, newLedger NewLedger) {
 			}
 			for _, so := range page {
 				seen = append(seen, so.Key)
-				if err := d.RecordDigest(e.ctx, so.Object, digestOf(so.Key)); err != nil {
-					t.Fatalf("RecordDigest(%s) = %v", so.Key, err)
+				if err := d.DigestRecord(e.ctx, so.Object, digestOf(so.Key)); err != nil {
+					t.Fatalf("DigestRecord(%s) = %v", so.Key, err)
 				}
 			}
 			cursor = next
@@ -161,32 +161,32 @@ func exerciseDigests(t *testing.T, newLedger NewLedger) {
 		if !slices.Equal(seen, []string{"a", "b", "c"}) {
 			t.Errorf("the backfill saw %v, want a, b and c once each", seen)
 		}
-		if n, _, err := d.MissingDigests(e.ctx); err != nil || n != 0 {
-			t.Errorf("MissingDigests after the backfill = %d, %v, want 0", n, err)
+		if n, _, err := d.DigestCountMissing(e.ctx); err != nil || n != 0 {
+			t.Errorf("DigestCountMissing after the backfill = %d, %v, want 0", n, err)
 		}
-		if got, err := e.l.LinkByTokenHash(e.ctx, l.TokenHash); err != nil || got.Object.SHA256 != digestOf("b") {
+		if got, err := e.l.LinkGetByTokenHash(e.ctx, l.TokenHash); err != nil || got.Object.SHA256 != digestOf("b") {
 			t.Errorf("the link to b has SHA256 %q, %v, want the backfilled %s", got.Object.SHA256, err, digestOf("b"))
 		}
-		if got, err := e.l.SessionByTokenHash(e.ctx, x.TokenHash); err != nil || got.Object.SHA256 != digestOf("b") {
+		if got, err := e.l.SessionGetByTokenHash(e.ctx, x.TokenHash); err != nil || got.Object.SHA256 != digestOf("b") {
 			t.Errorf("the session of b has SHA256 %q, %v, want the backfilled %s", got.Object.SHA256, err, digestOf("b"))
 		}
 		if got := e.linkTo(t, old[1], 1); got.Object.SHA256 != digestOf("b") {
 			t.Errorf("a new link to b has SHA256 %q, want %s", got.Object.SHA256, digestOf("b"))
 		}
 
-		if err := d.RecordDigest(e.ctx, old[0], digestOf("a")); err != nil {
-			t.Errorf("RecordDigest of the same digest again = %v, want nil", err)
+		if err := d.DigestRecord(e.ctx, old[0], digestOf("a")); err != nil {
+			t.Errorf("DigestRecord of the same digest again = %v, want nil", err)
 		}
-		if err := d.RecordDigest(e.ctx, old[0], digestOf("other bytes")); !errors.Is(err, ledger.ErrConflict) {
-			t.Errorf("RecordDigest of another digest = %v, want ErrConflict", err)
+		if err := d.DigestRecord(e.ctx, old[0], digestOf("other bytes")); !errors.Is(err, ledger.ErrConflict) {
+			t.Errorf("DigestRecord of another digest = %v, want ErrConflict", err)
 		}
 		changed := old[2]
 		changed.ETag = `"changed"`
-		if err := d.RecordDigest(e.ctx, changed, digestOf("c")); !errors.Is(err, ledger.ErrNotFound) {
-			t.Errorf("RecordDigest of a version with another ETag = %v, want ErrNotFound", err)
+		if err := d.DigestRecord(e.ctx, changed, digestOf("c")); !errors.Is(err, ledger.ErrNotFound) {
+			t.Errorf("DigestRecord of a version with another ETag = %v, want ErrNotFound", err)
 		}
-		if _, _, err := d.ObjectsWithoutDigest(e.ctx, "not a cursor", 2); !errors.Is(err, ledger.ErrInvalid) {
-			t.Errorf("ObjectsWithoutDigest(bad cursor) = %v, want ErrInvalid", err)
+		if _, _, err := d.ObjectListWithoutDigest(e.ctx, "not a cursor", 2); !errors.Is(err, ledger.ErrInvalid) {
+			t.Errorf("ObjectListWithoutDigest(bad cursor) = %v, want ErrInvalid", err)
 		}
 	})
 }
@@ -210,7 +210,7 @@ func ExerciseDigestEvents(t *testing.T, newLedger NewOutboxLedger) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := e.l.Refund(e.ctx, g.ID); err != nil {
+		if err := e.l.GrantRefund(e.ctx, g.ID); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.claim(without, ""); err != nil {

@@ -20,7 +20,7 @@ func exerciseInputs(t *testing.T, newLedger NewLedger) {
 		e := setup(t, newLedger)
 		last := time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
 		l := e.MustLink(t, 1, func(l *ledger.Link) { l.ExpiresAt = last })
-		got, err := e.l.LinkByTokenHash(e.ctx, l.TokenHash)
+		got, err := e.l.LinkGetByTokenHash(e.ctx, l.TokenHash)
 		if err != nil || !got.ExpiresAt.Equal(last) {
 			t.Fatalf("link expiring at the last storable instant reads back %v, %v", got, err)
 		}
@@ -34,8 +34,8 @@ func exerciseInputs(t *testing.T, newLedger NewLedger) {
 			time.Date(1969, 12, 31, 23, 59, 59, 0, time.UTC),
 		} {
 			bad := e.newLinkValue(t, func(l *ledger.Link) { l.ExpiresAt = at })
-			if _, _, err := e.l.CreateLink(e.ctx, bad); !errors.Is(err, ledger.ErrInvalid) {
-				t.Errorf("CreateLink expiring %v = %v, want ErrInvalid", at, err)
+			if _, _, err := e.l.LinkCreate(e.ctx, bad); !errors.Is(err, ledger.ErrInvalid) {
+				t.Errorf("LinkCreate expiring %v = %v, want ErrInvalid", at, err)
 			}
 		}
 	})
@@ -43,14 +43,14 @@ func exerciseInputs(t *testing.T, newLedger NewLedger) {
 		t.Parallel()
 		e := setup(t, newLedger)
 		l := e.MustLink(t, 1)
-		_, _, err := e.l.MintSession(e.ctx, ledger.MintRequest{
+		_, _, err := e.l.SessionMint(e.ctx, ledger.MintRequest{
 			Claim:     ledger.ClaimRequest{LinkID: l.ID, Client: "test"},
 			SessionID: uuid.Must(uuid.NewV7()).String(), TokenHash: randomHash(t),
 			ByteBudget: 100, MaxConcurrency: 1,
 			ExpiresAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
 		})
 		if !errors.Is(err, ledger.ErrInvalid) {
-			t.Fatalf("MintSession expiring in 10000 = %v, want ErrInvalid", err)
+			t.Fatalf("SessionMint expiring in 10000 = %v, want ErrInvalid", err)
 		}
 		if st := e.mustStatus(t, l.ID); st.Remaining != 1 {
 			t.Fatalf("a refused mint spent an allowance: remaining %d", st.Remaining)
@@ -74,7 +74,7 @@ func exerciseInputs(t *testing.T, newLedger NewLedger) {
 			if c == "" {
 				continue // the first page
 			}
-			if _, err := e.l.Grants(e.ctx, l.ID, c, 10); !errors.Is(err, ledger.ErrInvalid) {
+			if _, err := e.l.GrantList(e.ctx, l.ID, c, 10); !errors.Is(err, ledger.ErrInvalid) {
 				t.Errorf("Grants(cursor %q) = %v, want ErrInvalid", c, err)
 			}
 		}

@@ -98,16 +98,16 @@ func (e *env) MustLink(tb testing.TB, n int, edit ...func(*ledger.Link)) *ledger
 	for _, f := range edit {
 		f(l)
 	}
-	out, created, err := e.l.CreateLink(e.ctx, l)
+	out, created, err := e.l.LinkCreate(e.ctx, l)
 	if err != nil || !created {
-		tb.Fatalf("CreateLink = %v, %v", created, err)
+		tb.Fatalf("LinkCreate = %v, %v", created, err)
 	}
 	return out
 }
 
 func (e *env) mustStatus(tb testing.TB, id string) *ledger.LinkStatus {
 	tb.Helper()
-	st, err := e.l.Link(e.ctx, id)
+	st, err := e.l.LinkGet(e.ctx, id)
 	if err != nil {
 		tb.Fatalf("Link(%s): %v", id, err)
 	}

@@ -17,14 +17,14 @@ func exerciseLinks(t *testing.T, newLedger NewLedger) {
 			l.Delivery = ledger.DeliverySession
 			l.Session = ledger.SessionSettings{TTL: 90 * time.Second, ByteBudget: 5 << 20, MaxConcurrency: 2}
 		})
-		got, err := e.l.LinkByTokenHash(e.ctx, l.TokenHash)
+		got, err := e.l.LinkGetByTokenHash(e.ctx, l.TokenHash)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got.ID != l.ID || got.Remaining != 3 || got.Allowance != 3 || got.AccountID != "alice" ||
 			got.Object != l.Object || !got.ExpiresAt.Equal(l.ExpiresAt) || got.Session != l.Session ||
 			got.Delivery != ledger.DeliverySession || got.Filename != "report.pdf" || got.RevokedAt != nil {
-			t.Fatalf("LinkByTokenHash = %+v, want %+v", got, l)
+			t.Fatalf("LinkGetByTokenHash = %+v, want %+v", got, l)
 		}
 		st := e.mustStatus(t, l.ID)
 		if st.Grants[ledger.StatusGranted] != 0 || st.ActiveSessions != 0 {
@@ -34,10 +34,10 @@ func exerciseLinks(t *testing.T, newLedger NewLedger) {
 	t.Run("UnknownTokenHashIsNotFound", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, newLedger)
-		if _, err := e.l.LinkByTokenHash(e.ctx, randomHash(t)); !errors.Is(err, ledger.ErrNotFound) {
+		if _, err := e.l.LinkGetByTokenHash(e.ctx, randomHash(t)); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("err = %v, want ErrNotFound", err)
 		}
-		if _, err := e.l.Link(e.ctx, "00000000-0000-0000-0000-000000000000"); !errors.Is(err, ledger.ErrNotFound) {
+		if _, err := e.l.LinkGet(e.ctx, "00000000-0000-0000-0000-000000000000"); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("err = %v, want ErrNotFound", err)
 		}
 	})
@@ -47,13 +47,13 @@ func exerciseLinks(t *testing.T, newLedger NewLedger) {
 		first := e.MustLink(t, 2, func(l *ledger.Link) { l.IdempotencyKey = "k1" })
 		again := *first
 		again.ID, again.TokenHash = "0192f000-0000-7000-8000-0000000000ff", randomHash(t)
-		got, created, err := e.l.CreateLink(e.ctx, &again)
+		got, created, err := e.l.LinkCreate(e.ctx, &again)
 		if err != nil || created || got.ID != first.ID {
 			t.Fatalf("retry = %v, %v, %v; want the first link, not created", got, created, err)
 		}
 		other := again
 		other.Allowance, other.Remaining = 9, 9
-		if _, _, err := e.l.CreateLink(e.ctx, &other); !errors.Is(err, ledger.ErrConflict) {
+		if _, _, err := e.l.LinkCreate(e.ctx, &other); !errors.Is(err, ledger.ErrConflict) {
 			t.Fatalf("reuse for another link = %v, want ErrConflict", err)
 		}
 	})
@@ -70,8 +70,8 @@ func exerciseLinks(t *testing.T, newLedger NewLedger) {
 				Object:    ledger.Object{Key: "k", VersionID: "v", Size: 1},
 				Allowance: 1, Remaining: 1, ExpiresAt: e.clock.Now().Add(time.Hour), Delivery: ledger.DeliveryStream}
 			edit(l)
-			if _, _, err := e.l.CreateLink(e.ctx, l); !errors.Is(err, ledger.ErrInvalid) {
-				t.Errorf("CreateLink(%+v) = %v, want ErrInvalid", l, err)
+			if _, _, err := e.l.LinkCreate(e.ctx, l); !errors.Is(err, ledger.ErrInvalid) {
+				t.Errorf("LinkCreate(%+v) = %v, want ErrInvalid", l, err)
 			}
 		}
 	})
@@ -79,19 +79,19 @@ func exerciseLinks(t *testing.T, newLedger NewLedger) {
 		t.Parallel()
 		e := setup(t, newLedger)
 		l := e.MustLink(t, 1)
-		if err := e.l.RevokeLink(e.ctx, l.ID); err != nil {
+		if err := e.l.LinkRevoke(e.ctx, l.ID); err != nil {
 			t.Fatal(err)
 		}
 		first := e.mustStatus(t, l.ID).RevokedAt
 		e.clock.Add(time.Minute)
-		if err := e.l.RevokeLink(e.ctx, l.ID); err != nil {
+		if err := e.l.LinkRevoke(e.ctx, l.ID); err != nil {
 			t.Fatal(err)
 		}
 		second := e.mustStatus(t, l.ID).RevokedAt
 		if first == nil || second == nil || !first.Equal(*second) {
 			t.Fatalf("revoked_at %v then %v", first, second)
 		}
-		if err := e.l.RevokeLink(e.ctx, "00000000-0000-0000-0000-000000000000"); !errors.Is(err, ledger.ErrNotFound) {
+		if err := e.l.LinkRevoke(e.ctx, "00000000-0000-0000-0000-000000000000"); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("revoke unknown = %v, want ErrNotFound", err)
 		}
 	})
@@ -102,17 +102,17 @@ func exerciseLinks(t *testing.T, newLedger NewLedger) {
 		if _, err := e.claim(l, ""); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.l.AddAllowance(e.ctx, l.ID, 2, "customer asked"); err != nil {
+		if err := e.l.AllowanceAdd(e.ctx, l.ID, 2, "customer asked"); err != nil {
 			t.Fatal(err)
 		}
 		st := e.mustStatus(t, l.ID)
 		if st.Allowance != 3 || st.Remaining != 2 {
 			t.Fatalf("after top-up allowance=%d remaining=%d, want 3 and 2", st.Allowance, st.Remaining)
 		}
-		if err := e.l.AddAllowance(e.ctx, l.ID, 0, ""); !errors.Is(err, ledger.ErrInvalid) {
+		if err := e.l.AllowanceAdd(e.ctx, l.ID, 0, ""); !errors.Is(err, ledger.ErrInvalid) {
 			t.Fatalf("add 0 = %v, want ErrInvalid", err)
 		}
-		if err := e.l.AddAllowance(e.ctx, "00000000-0000-0000-0000-000000000000", 1, ""); !errors.Is(err, ledger.ErrNotFound) {
+		if err := e.l.AllowanceAdd(e.ctx, "00000000-0000-0000-0000-000000000000", 1, ""); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("add to unknown = %v, want ErrNotFound", err)
 		}
 	})
@@ -132,7 +132,7 @@ func exerciseLinks(t *testing.T, newLedger NewLedger) {
 		var got []string
 		cursor := ""
 		for pages := 0; ; pages++ {
-			p, err := e.l.Grants(e.ctx, l.ID, cursor, 2)
+			p, err := e.l.GrantList(e.ctx, l.ID, cursor, 2)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +152,7 @@ func exerciseLinks(t *testing.T, newLedger NewLedger) {
 				t.Fatalf("grants %v, want newest first %v", got, ids)
 			}
 		}
-		if _, err := e.l.Grants(e.ctx, l.ID, "%%%", 2); !errors.Is(err, ledger.ErrInvalid) {
+		if _, err := e.l.GrantList(e.ctx, l.ID, "%%%", 2); !errors.Is(err, ledger.ErrInvalid) {
 			t.Fatalf("bad cursor = %v, want ErrInvalid", err)
 		}
 	})

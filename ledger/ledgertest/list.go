@@ -27,7 +27,7 @@ func exerciseListing(t *testing.T, newLedger NewLedger) {
 		}
 		slices.SortFunc(want, newestFirst)
 
-		first, err := e.l.ListLinks(e.ctx, ledger.ListQuery{Limit: 3})
+		first, err := e.l.LinkList(e.ctx, ledger.ListQuery{Limit: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +46,7 @@ func exerciseListing(t *testing.T, newLedger NewLedger) {
 						return
 					default:
 					}
-					if _, _, err := e.l.CreateLink(e.ctx, e.newLink()); err != nil {
+					if _, _, err := e.l.LinkCreate(e.ctx, e.newLink()); err != nil {
 						errs <- err
 						return
 					}
@@ -58,7 +58,7 @@ func exerciseListing(t *testing.T, newLedger NewLedger) {
 			if pages > 10 {
 				t.Fatalf("still paging after %d pages: %v", pages, got)
 			}
-			p, err := e.l.ListLinks(e.ctx, ledger.ListQuery{Limit: 3, Cursor: cursor})
+			p, err := e.l.LinkList(e.ctx, ledger.ListQuery{Limit: 3, Cursor: cursor})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +72,7 @@ func exerciseListing(t *testing.T, newLedger NewLedger) {
 		wg.Wait()
 		close(errs)
 		if err := <-errs; err != nil {
-			t.Fatalf("concurrent CreateLink: %v", err)
+			t.Fatalf("concurrent LinkCreate: %v", err)
 		}
 		if wantIDs := linkIDs(want); !slices.Equal(got, wantIDs) {
 			t.Fatalf("pages listed\n%v\nwant each link once, newest first (created_at, then id, descending)\n%v", got, wantIDs)
@@ -84,16 +84,16 @@ func exerciseListing(t *testing.T, newLedger NewLedger) {
 		for i := 0; i < 4; i++ {
 			e.MustLink(t, 1)
 		}
-		p, err := e.l.ListLinks(e.ctx, ledger.ListQuery{Limit: 4})
+		p, err := e.l.LinkList(e.ctx, ledger.ListQuery{Limit: 4})
 		if err != nil || len(p.Links) != 4 || p.Next != "" {
 			t.Fatalf("limit 4 of 4 links = %d links, next %q, %v; want 4 and no cursor", len(p.Links), p.Next, err)
 		}
-		p, err = e.l.ListLinks(e.ctx, ledger.ListQuery{})
+		p, err = e.l.LinkList(e.ctx, ledger.ListQuery{})
 		if err != nil || len(p.Links) != 4 || p.Next != "" {
 			t.Fatalf("default limit = %d links, next %q, %v", len(p.Links), p.Next, err)
 		}
 		empty := setup(t, newLedger)
-		p, err = empty.l.ListLinks(empty.ctx, ledger.ListQuery{State: ledger.StateActive})
+		p, err = empty.l.LinkList(empty.ctx, ledger.ListQuery{State: ledger.StateActive})
 		if err != nil || len(p.Links) != 0 || p.Next != "" {
 			t.Fatalf("empty ledger = %+v, %v", p, err)
 		}
@@ -113,7 +113,7 @@ func exerciseListing(t *testing.T, newLedger NewLedger) {
 		revoked := e.MustLink(t, 1)
 		revokedExpired := e.MustLink(t, 1, soon) // revocation wins over expiry
 		for _, l := range []*ledger.Link{revoked, revokedExpired} {
-			if err := e.l.RevokeLink(e.ctx, l.ID); err != nil {
+			if err := e.l.LinkRevoke(e.ctx, l.ID); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -141,7 +141,7 @@ func exerciseListing(t *testing.T, newLedger NewLedger) {
 				}
 			}
 		}
-		if _, err := e.l.ListLinks(e.ctx, ledger.ListQuery{State: "dormant"}); !errors.Is(err, ledger.ErrInvalid) {
+		if _, err := e.l.LinkList(e.ctx, ledger.ListQuery{State: "dormant"}); !errors.Is(err, ledger.ErrInvalid) {
 			t.Errorf("unknown state = %v, want ErrInvalid", err)
 		}
 	})
@@ -181,7 +181,7 @@ func exerciseListing(t *testing.T, newLedger NewLedger) {
 		for _, c := range cases {
 			got := e.mustList(t, c.q)
 			if !slices.Equal(ids(got), linkIDs(c.want)) {
-				t.Errorf("%s: ListLinks(%+v) = %v, want %v", c.name, c.q, ids(got), linkIDs(c.want))
+				t.Errorf("%s: LinkList(%+v) = %v, want %v", c.name, c.q, ids(got), linkIDs(c.want))
 			}
 		}
 	})
@@ -196,12 +196,12 @@ func exerciseListing(t *testing.T, newLedger NewLedger) {
 			enc("1700000000000000/" + strings.Repeat("x", 40)), enc("1700000000000000/a\x00b"),
 			enc("1700000000000000/\xff\xfe"), enc("1700000000000000/a b"), strings.Repeat("A", 10000),
 		} {
-			if _, err := e.l.ListLinks(e.ctx, ledger.ListQuery{Cursor: c}); !errors.Is(err, ledger.ErrInvalid) {
+			if _, err := e.l.LinkList(e.ctx, ledger.ListQuery{Cursor: c}); !errors.Is(err, ledger.ErrInvalid) {
 				t.Errorf("cursor %q = %v, want ErrInvalid", c, err)
 			}
 		}
 		for _, n := range []int{-1, ledger.MaxListLimit + 1} {
-			if _, err := e.l.ListLinks(e.ctx, ledger.ListQuery{Limit: n}); !errors.Is(err, ledger.ErrInvalid) {
+			if _, err := e.l.LinkList(e.ctx, ledger.ListQuery{Limit: n}); !errors.Is(err, ledger.ErrInvalid) {
 				t.Errorf("limit %d = %v, want ErrInvalid", n, err)
 			}
 		}
@@ -218,12 +218,12 @@ func exerciseListing(t *testing.T, newLedger NewLedger) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := e.l.Refund(e.ctx, g.ID); err != nil {
+		if err := e.l.GrantRefund(e.ctx, g.ID); err != nil {
 			t.Fatal(err)
 		}
 		e.MustSession(t, busy, 1000, 1)
 		ended := e.MustSession(t, busy, 1000, 1)
-		if err := e.l.RevokeSession(e.ctx, ended.ID); err != nil {
+		if err := e.l.SessionRevoke(e.ctx, ended.ID); err != nil {
 			t.Fatal(err)
 		}
 		sessions := e.MustLink(t, 3)
@@ -271,33 +271,33 @@ func exerciseListing(t *testing.T, newLedger NewLedger) {
 		e := setup(t, newLedger)
 		l := e.MustLink(t, 1)
 		other := e.MustLink(t, 1)
-		if got, err := e.l.AllowanceChanges(e.ctx, l.ID); err != nil || len(got) != 0 {
+		if got, err := e.l.AllowanceList(e.ctx, l.ID); err != nil || len(got) != 0 {
 			t.Fatalf("changes of a link never topped up = %v, %v; want none", got, err)
 		}
 		var want []ledger.AllowanceChange
 		for i, reason := range []string{"ticket 1", "", "ticket 3"} {
 			e.clock.Add(time.Second)
-			if err := e.l.AddAllowance(e.ctx, l.ID, i+1, reason); err != nil {
+			if err := e.l.AllowanceAdd(e.ctx, l.ID, i+1, reason); err != nil {
 				t.Fatal(err)
 			}
 			want = append([]ledger.AllowanceChange{{Add: i + 1, Reason: reason, CreatedAt: e.clock.Now()}}, want...)
 		}
-		if err := e.l.AddAllowance(e.ctx, other.ID, 9, "not this link"); err != nil {
+		if err := e.l.AllowanceAdd(e.ctx, other.ID, 9, "not this link"); err != nil {
 			t.Fatal(err)
 		}
-		got, err := e.l.AllowanceChanges(e.ctx, l.ID)
+		got, err := e.l.AllowanceList(e.ctx, l.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(got) != len(want) {
-			t.Fatalf("AllowanceChanges = %+v, want %+v", got, want)
+			t.Fatalf("AllowanceList = %+v, want %+v", got, want)
 		}
 		for i := range want {
 			if got[i].Add != want[i].Add || got[i].Reason != want[i].Reason || !got[i].CreatedAt.Equal(want[i].CreatedAt) {
-				t.Fatalf("AllowanceChanges = %+v, want %+v", got, want)
+				t.Fatalf("AllowanceList = %+v, want %+v", got, want)
 			}
 		}
-		if _, err := e.l.AllowanceChanges(e.ctx, "00000000-0000-0000-0000-000000000000"); !errors.Is(err, ledger.ErrNotFound) {
+		if _, err := e.l.AllowanceList(e.ctx, "00000000-0000-0000-0000-000000000000"); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("changes of an unknown link = %v, want ErrNotFound", err)
 		}
 	})
@@ -305,19 +305,19 @@ func exerciseListing(t *testing.T, newLedger NewLedger) {
 		t.Parallel()
 		e := setup(t, newLedger)
 		l := e.MustLink(t, 1)
-		if err := e.l.AddAllowance(e.ctx, l.ID, 1, "before"); err != nil {
+		if err := e.l.AllowanceAdd(e.ctx, l.ID, 1, "before"); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.l.RevokeLink(e.ctx, l.ID); err != nil {
+		if err := e.l.LinkRevoke(e.ctx, l.ID); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.l.AddAllowance(e.ctx, l.ID, 5, "after"); !errors.Is(err, ledger.ErrRevoked) {
+		if err := e.l.AllowanceAdd(e.ctx, l.ID, 5, "after"); !errors.Is(err, ledger.ErrRevoked) {
 			t.Fatalf("top-up of a revoked link = %v, want ErrRevoked", err)
 		}
 		if st := e.mustStatus(t, l.ID); st.Allowance != 2 || st.Remaining != 2 {
 			t.Fatalf("refused top-up changed the link: allowance %d, remaining %d; want 2 and 2", st.Allowance, st.Remaining)
 		}
-		if got, err := e.l.AllowanceChanges(e.ctx, l.ID); err != nil || len(got) != 1 || got[0].Reason != "before" {
+		if got, err := e.l.AllowanceList(e.ctx, l.ID); err != nil || len(got) != 1 || got[0].Reason != "before" {
 			t.Fatalf("changes = %+v, %v; want only the one before revocation", got, err)
 		}
 	})
@@ -331,9 +331,9 @@ func exerciseListing(t *testing.T, newLedger NewLedger) {
 		)
 		releaseAll(t, 20, func(i int) error {
 			if i == 10 {
-				return e.l.RevokeLink(e.ctx, l.ID)
+				return e.l.LinkRevoke(e.ctx, l.ID)
 			}
-			err := e.l.AddAllowance(e.ctx, l.ID, 1, "race")
+			err := e.l.AllowanceAdd(e.ctx, l.ID, 1, "race")
 			switch {
 			case err == nil:
 				mu.Lock()
@@ -345,7 +345,7 @@ func exerciseListing(t *testing.T, newLedger NewLedger) {
 			return nil
 		})
 		st := e.mustStatus(t, l.ID)
-		changes, err := e.l.AllowanceChanges(e.ctx, l.ID)
+		changes, err := e.l.AllowanceList(e.ctx, l.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -353,13 +353,13 @@ func exerciseListing(t *testing.T, newLedger NewLedger) {
 			t.Fatalf("%d top-ups succeeded, allowance %d, %d recorded; want allowance %d and %d recorded",
 				added, st.Allowance, len(changes), 1+added, added)
 		}
-		if err := e.l.AddAllowance(e.ctx, l.ID, 1, "late"); !errors.Is(err, ledger.ErrRevoked) {
+		if err := e.l.AllowanceAdd(e.ctx, l.ID, 1, "late"); !errors.Is(err, ledger.ErrRevoked) {
 			t.Fatalf("top-up after the race = %v, want ErrRevoked", err)
 		}
 	})
 }
 
-// newLink is a fresh one-download link for CreateLink, which a goroutine
+// newLink is a fresh one-download link for LinkCreate, which a goroutine
 // other than the test's may call (MustLink may not: it fails the test).
 func (e *env) newLink() *ledger.Link {
 	id := uuid.Must(uuid.NewV7()).String()
@@ -373,12 +373,12 @@ func (e *env) mustList(tb testing.TB, q ledger.ListQuery) []ledger.LinkStatus {
 	tb.Helper()
 	var all []ledger.LinkStatus
 	for pages := 0; ; pages++ {
-		p, err := e.l.ListLinks(e.ctx, q)
+		p, err := e.l.LinkList(e.ctx, q)
 		if err != nil {
-			tb.Fatalf("ListLinks(%+v): %v", q, err)
+			tb.Fatalf("LinkList(%+v): %v", q, err)
 		}
 		if pages > 100 {
-			tb.Fatalf("ListLinks(%+v): still paging after %d pages", q, pages)
+			tb.Fatalf("LinkList(%+v): still paging after %d pages", q, pages)
 		}
 		all = append(all, p.Links...)
 		if p.Next == "" {

@@ -27,8 +27,8 @@ func mustRecord(tb testing.TB, l ledger.Ledger, key string) ledger.Object {
 	tb.Helper()
 	o := ledger.Object{Bucket: "b", Key: key, VersionID: uuid.Must(uuid.NewV7()).String(), Size: 1000,
 		ETag: `"abc"`, ContentType: "application/pdf"}
-	if err := l.RecordObject(context.Background(), o); err != nil {
-		tb.Fatalf("RecordObject(%s) = %v", key, err)
+	if err := l.ObjectRecord(context.Background(), o); err != nil {
+		tb.Fatalf("ObjectRecord(%s) = %v", key, err)
 	}
 	return o
 }
@@ -43,9 +43,9 @@ func (e *env) linkTo(tb testing.TB, o ledger.Object, n int, edit ...func(*ledger
 // handed out, by version id.
 func (e *env) claimDeletions(tb testing.TB) map[string]ledger.Deletion {
 	tb.Helper()
-	ds, err := e.l.ClaimDeletions(e.ctx, retention, 100)
+	ds, err := e.l.DeletionClaim(e.ctx, retention, 100)
 	if err != nil {
-		tb.Fatalf("ClaimDeletions = %v", err)
+		tb.Fatalf("DeletionClaim = %v", err)
 	}
 	out := map[string]ledger.Deletion{}
 	for _, d := range ds {
@@ -67,8 +67,8 @@ func (e *env) wantDeletions(tb testing.TB, when string, want ...ledger.Object) {
 		if d.Object.Bucket != o.Bucket || d.Object.Key != o.Key || d.Object.ETag != o.ETag || d.Object.Size != o.Size {
 			tb.Fatalf("%s: deletion names %+v, want %+v", when, d.Object, o)
 		}
-		if err := e.l.FinishDeletion(e.ctx, d, nil); err != nil {
-			tb.Fatalf("FinishDeletion(%s) = %v", o.Key, err)
+		if err := e.l.DeletionFinish(e.ctx, d, nil); err != nil {
+			tb.Fatalf("DeletionFinish(%s) = %v", o.Key, err)
 		}
 		delete(got, o.VersionID)
 	}
@@ -79,7 +79,7 @@ func (e *env) wantDeletions(tb testing.TB, when string, want ...ledger.Object) {
 
 func (e *env) wantState(tb testing.TB, o ledger.Object, want ledger.ObjectState) *ledger.StoredObject {
 	tb.Helper()
-	got, err := e.l.StoredObject(e.ctx, o.Bucket, o.Key, o.VersionID)
+	got, err := e.l.ObjectGet(e.ctx, o.Bucket, o.Key, o.VersionID)
 	if err != nil || got.State != want {
 		tb.Fatalf("StoredObject(%s) = %+v, %v; want state %s", o.Key, got, err, want)
 	}
@@ -101,10 +101,10 @@ func exerciseObjects(t *testing.T, newLedger NewLedger) {
 				}
 			}
 		}
-		_, err := e.l.BeginDeletion(e.ctx, o.Bucket, o.Key, o.VersionID, false)
+		_, err := e.l.DeletionBegin(e.ctx, o.Bucket, o.Key, o.VersionID, false)
 		var pe *ledger.PinnedError
 		if !errors.As(err, &pe) || !errors.Is(err, ledger.ErrPinned) || pe.Links != 1 || pe.Sessions != 0 {
-			t.Fatalf("BeginDeletion of a version with a live link = %v, want ErrPinned by 1 link", err)
+			t.Fatalf("DeletionBegin of a version with a live link = %v, want ErrPinned by 1 link", err)
 		}
 		e.wantState(t, o, ledger.ObjectStored)
 	})
@@ -117,10 +117,10 @@ func exerciseObjects(t *testing.T, newLedger NewLedger) {
 		e.MustSession(t, l, 1000, 1) // exhausts the link; the session lives an hour
 		e.clock.Add(30 * time.Minute)
 		e.wantDeletions(t, "while the session lives")
-		_, err := e.l.BeginDeletion(e.ctx, o.Bucket, o.Key, o.VersionID, false)
+		_, err := e.l.DeletionBegin(e.ctx, o.Bucket, o.Key, o.VersionID, false)
 		var pe *ledger.PinnedError
 		if !errors.As(err, &pe) || pe.Links != 0 || pe.Sessions != 1 {
-			t.Fatalf("BeginDeletion of a version with a live session = %v, want ErrPinned by 1 session", err)
+			t.Fatalf("DeletionBegin of a version with a live session = %v, want ErrPinned by 1 session", err)
 		}
 		// Link and session both die at start+1h.
 		e.clock.Set(start.Add(time.Hour + retention - time.Microsecond))
@@ -142,7 +142,7 @@ func exerciseObjects(t *testing.T, newLedger NewLedger) {
 		withdrawn := e.linkTo(t, revoked, 5)
 		e.linkTo(t, expired, 5, func(l *ledger.Link) { l.ExpiresAt = start.Add(20 * time.Minute) })
 		e.clock.Set(start.Add(10 * time.Minute))
-		if err := e.l.RevokeLink(e.ctx, withdrawn.ID); err != nil {
+		if err := e.l.LinkRevoke(e.ctx, withdrawn.ID); err != nil {
 			t.Fatal(err)
 		}
 
@@ -162,7 +162,7 @@ func exerciseObjects(t *testing.T, newLedger NewLedger) {
 		if st := e.mustStatus(t, used.ID); st.RevokedAt == nil {
 			t.Fatalf("the exhausted link of a deleted version is not revoked: %+v", st)
 		}
-		if err := e.l.AddAllowance(e.ctx, used.ID, 1, "more"); !errors.Is(err, ledger.ErrRevoked) {
+		if err := e.l.AllowanceAdd(e.ctx, used.ID, 1, "more"); !errors.Is(err, ledger.ErrRevoked) {
 			t.Fatalf("topping up the link of a deleted version = %v, want ErrRevoked", err)
 		}
 	})
@@ -173,17 +173,17 @@ func exerciseObjects(t *testing.T, newLedger NewLedger) {
 		e.clock.Add(retention)
 		d := e.claimDeletions(t)[o.VersionID]
 		newLink := func() error {
-			_, _, err := e.l.CreateLink(e.ctx, e.newLinkValue(t, func(l *ledger.Link) { l.Object = o }))
+			_, _, err := e.l.LinkCreate(e.ctx, e.newLinkValue(t, func(l *ledger.Link) { l.Object = o }))
 			return err
 		}
 		if err := newLink(); !errors.Is(err, ledger.ErrObjectDeleted) {
-			t.Fatalf("CreateLink on a version being deleted = %v, want ErrObjectDeleted", err)
+			t.Fatalf("LinkCreate on a version being deleted = %v, want ErrObjectDeleted", err)
 		}
-		if err := e.l.FinishDeletion(e.ctx, d, nil); err != nil {
+		if err := e.l.DeletionFinish(e.ctx, d, nil); err != nil {
 			t.Fatal(err)
 		}
 		if err := newLink(); !errors.Is(err, ledger.ErrObjectDeleted) {
-			t.Fatalf("CreateLink on a deleted version = %v, want ErrObjectDeleted", err)
+			t.Fatalf("LinkCreate on a deleted version = %v, want ErrObjectDeleted", err)
 		}
 	})
 	t.Run("ALinkCreatedWhileADeletionDecidesEitherPinsOrIsRefused", func(t *testing.T) {
@@ -201,7 +201,7 @@ func exerciseObjects(t *testing.T, newLedger NewLedger) {
 				if i == 0 {
 					l := e.newLink()
 					l.Object = o
-					_, _, err := e.l.CreateLink(e.ctx, l)
+					_, _, err := e.l.LinkCreate(e.ctx, l)
 					switch {
 					case err == nil:
 						linked = true
@@ -210,7 +210,7 @@ func exerciseObjects(t *testing.T, newLedger NewLedger) {
 					}
 					return nil
 				}
-				_, err := e.l.BeginDeletion(e.ctx, o.Bucket, o.Key, o.VersionID, false)
+				_, err := e.l.DeletionBegin(e.ctx, o.Bucket, o.Key, o.VersionID, false)
 				var pe *ledger.PinnedError
 				switch {
 				case err == nil:
@@ -236,12 +236,12 @@ func exerciseObjects(t *testing.T, newLedger NewLedger) {
 				t.Fatalf("attempt %d: deletion = %+v, %v; want it handed out after %d failures", attempt, d, ok, attempt-1)
 			}
 			if attempt == 3 {
-				if err := e.l.FinishDeletion(e.ctx, d, nil); err != nil {
+				if err := e.l.DeletionFinish(e.ctx, d, nil); err != nil {
 					t.Fatal(err)
 				}
 				break
 			}
-			if err := e.l.FinishDeletion(e.ctx, d, errors.New("store: 503 Slow Down")); err != nil {
+			if err := e.l.DeletionFinish(e.ctx, d, errors.New("store: 503 Slow Down")); err != nil {
 				t.Fatal(err)
 			}
 			if got := e.wantState(t, o, ledger.ObjectDeleting); got.Attempts != attempt {
@@ -283,10 +283,10 @@ func exerciseObjects(t *testing.T, newLedger NewLedger) {
 		}
 		e.clock.Add(100 * retention)
 		e.wantDeletions(t, "long after its only link died")
-		if _, err := e.l.BeginDeletion(e.ctx, foreign.Bucket, foreign.Key, foreign.VersionID, true); !errors.Is(err, ledger.ErrNotFound) {
-			t.Fatalf("BeginDeletion of a version the gateway did not store = %v, want ErrNotFound", err)
+		if _, err := e.l.DeletionBegin(e.ctx, foreign.Bucket, foreign.Key, foreign.VersionID, true); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("DeletionBegin of a version the gateway did not store = %v, want ErrNotFound", err)
 		}
-		if _, err := e.l.StoredObject(e.ctx, foreign.Bucket, foreign.Key, foreign.VersionID); !errors.Is(err, ledger.ErrNotFound) {
+		if _, err := e.l.ObjectGet(e.ctx, foreign.Bucket, foreign.Key, foreign.VersionID); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("StoredObject of a version the gateway did not store = %v, want ErrNotFound", err)
 		}
 	})
@@ -297,28 +297,28 @@ func exerciseObjects(t *testing.T, newLedger NewLedger) {
 		active := e.linkTo(t, o, 2)
 		withSession := e.linkTo(t, o, 1, func(l *ledger.Link) { l.Delivery = ledger.DeliverySession })
 		x := e.MustSession(t, withSession, 1000, 1)
-		_, err := e.l.BeginDeletion(e.ctx, o.Bucket, o.Key, o.VersionID, false)
+		_, err := e.l.DeletionBegin(e.ctx, o.Bucket, o.Key, o.VersionID, false)
 		var pe *ledger.PinnedError
 		if !errors.As(err, &pe) || pe.Links != 1 || pe.Sessions != 1 {
-			t.Fatalf("BeginDeletion without force = %v, want ErrPinned by 1 link and 1 session", err)
+			t.Fatalf("DeletionBegin without force = %v, want ErrPinned by 1 link and 1 session", err)
 		}
-		d, err := e.l.BeginDeletion(e.ctx, o.Bucket, o.Key, o.VersionID, true)
+		d, err := e.l.DeletionBegin(e.ctx, o.Bucket, o.Key, o.VersionID, true)
 		if err != nil || d.Object.VersionID != o.VersionID {
-			t.Fatalf("BeginDeletion with force = %+v, %v", d, err)
+			t.Fatalf("DeletionBegin with force = %+v, %v", d, err)
 		}
 		for _, id := range []string{active.ID, withSession.ID} {
 			if st := e.mustStatus(t, id); st.RevokedAt == nil || st.ActiveSessions != 0 {
 				t.Fatalf("link %s after a forced deletion: %+v, want revoked without sessions", id, st)
 			}
 		}
-		if got, err := e.l.Session(e.ctx, x.ID); err != nil || got.Refusal(e.clock.Now()) != ledger.ReasonRevoked {
+		if got, err := e.l.SessionGet(e.ctx, x.ID); err != nil || got.Refusal(e.clock.Now()) != ledger.ReasonRevoked {
 			t.Fatalf("session after a forced deletion = %+v, %v; want revoked", got, err)
 		}
-		if err := e.l.FinishDeletion(e.ctx, *d, nil); err != nil {
+		if err := e.l.DeletionFinish(e.ctx, *d, nil); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.l.BeginDeletion(e.ctx, o.Bucket, o.Key, o.VersionID, true); !errors.Is(err, ledger.ErrNotFound) {
-			t.Fatalf("BeginDeletion of a deleted version = %v, want ErrNotFound", err)
+		if _, err := e.l.DeletionBegin(e.ctx, o.Bucket, o.Key, o.VersionID, true); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("DeletionBegin of a deleted version = %v, want ErrNotFound", err)
 		}
 	})
 	t.Run("AdminDeletionNeedsNoRetentionAndRetriesAFailedOne", func(t *testing.T) {
@@ -329,43 +329,43 @@ func exerciseObjects(t *testing.T, newLedger NewLedger) {
 		if _, err := e.claim(l, ""); err != nil {
 			t.Fatal(err)
 		}
-		d, err := e.l.BeginDeletion(e.ctx, o.Bucket, o.Key, o.VersionID, false)
+		d, err := e.l.DeletionBegin(e.ctx, o.Bucket, o.Key, o.VersionID, false)
 		if err != nil {
-			t.Fatalf("BeginDeletion of a version whose only link just ran out = %v", err)
+			t.Fatalf("DeletionBegin of a version whose only link just ran out = %v", err)
 		}
-		if err := e.l.FinishDeletion(e.ctx, *d, errors.New("store: timeout")); err != nil {
+		if err := e.l.DeletionFinish(e.ctx, *d, errors.New("store: timeout")); err != nil {
 			t.Fatal(err)
 		}
-		again, err := e.l.BeginDeletion(e.ctx, o.Bucket, o.Key, o.VersionID, false)
+		again, err := e.l.DeletionBegin(e.ctx, o.Bucket, o.Key, o.VersionID, false)
 		if err != nil || again.Attempts != 1 {
-			t.Fatalf("BeginDeletion after a failed attempt = %+v, %v; want it handed out again", again, err)
+			t.Fatalf("DeletionBegin after a failed attempt = %+v, %v; want it handed out again", again, err)
 		}
-		if err := e.l.FinishDeletion(e.ctx, *again, nil); err != nil {
+		if err := e.l.DeletionFinish(e.ctx, *again, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.l.FinishDeletion(e.ctx, *again, nil); err != nil {
+		if err := e.l.DeletionFinish(e.ctx, *again, nil); err != nil {
 			t.Fatalf("reporting a finished deletion again = %v, want a no-op", err)
 		}
 		e.wantState(t, o, ledger.ObjectDeleted)
 		gone := ledger.Deletion{Object: ledger.Object{Bucket: "b", Key: "never", VersionID: "v"}}
-		if err := e.l.FinishDeletion(e.ctx, gone, nil); !errors.Is(err, ledger.ErrNotFound) {
-			t.Fatalf("FinishDeletion of a version never recorded = %v, want ErrNotFound", err)
+		if err := e.l.DeletionFinish(e.ctx, gone, nil); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("DeletionFinish of a version never recorded = %v, want ErrNotFound", err)
 		}
 	})
 	t.Run("RecordingAVersionAgainStartsItOver", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, newLedger)
 		o := ledger.Object{Bucket: "b", Key: "unversioned", VersionID: "null", Size: 5, ETag: `"first"`}
-		if err := e.l.RecordObject(e.ctx, o); err != nil {
+		if err := e.l.ObjectRecord(e.ctx, o); err != nil {
 			t.Fatal(err)
 		}
 		e.clock.Add(retention)
 		d := e.claimDeletions(t)[o.VersionID]
-		if err := e.l.FinishDeletion(e.ctx, d, errors.New("down")); err != nil {
+		if err := e.l.DeletionFinish(e.ctx, d, errors.New("down")); err != nil {
 			t.Fatal(err)
 		}
 		o.ETag, o.Size = `"second"`, 7
-		if err := e.l.RecordObject(e.ctx, o); err != nil {
+		if err := e.l.ObjectRecord(e.ctx, o); err != nil {
 			t.Fatal(err)
 		}
 		got := e.wantState(t, o, ledger.ObjectStored)
@@ -373,12 +373,12 @@ func exerciseObjects(t *testing.T, newLedger NewLedger) {
 			t.Fatalf("version recorded again = %+v", got)
 		}
 		// The old deletion's late report changes nothing.
-		if err := e.l.FinishDeletion(e.ctx, d, nil); err != nil {
+		if err := e.l.DeletionFinish(e.ctx, d, nil); err != nil {
 			t.Fatal(err)
 		}
 		e.wantState(t, o, ledger.ObjectStored)
-		if err := e.l.RecordObject(e.ctx, ledger.Object{Bucket: "b", Key: "k"}); !errors.Is(err, ledger.ErrInvalid) {
-			t.Fatalf("RecordObject without a version id = %v, want ErrInvalid", err)
+		if err := e.l.ObjectRecord(e.ctx, ledger.Object{Bucket: "b", Key: "k"}); !errors.Is(err, ledger.ErrInvalid) {
+			t.Fatalf("ObjectRecord without a version id = %v, want ErrInvalid", err)
 		}
 	})
 	t.Run("ConcurrentSweepersDeleteEachVersionOnce", func(t *testing.T) {
@@ -404,27 +404,27 @@ func exerciseObjects(t *testing.T, newLedger NewLedger) {
 		if _, err := e.claim(old, ""); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.l.AddAllowance(e.ctx, old.ID, 1, "support ticket"); err != nil {
+		if err := e.l.AllowanceAdd(e.ctx, old.ID, 1, "support ticket"); err != nil {
 			t.Fatal(err)
 		}
 		live := e.MustLink(t, 1, func(l *ledger.Link) { l.ExpiresAt = start.Add(100 * audit) })
 		e.clock.Set(start.Add(time.Hour + audit - time.Microsecond))
-		if res, err := e.l.PurgeLinks(e.ctx, audit, 100); err != nil || res.Links != 0 {
-			t.Fatalf("PurgeLinks before the audit retention = %+v, %v", res, err)
+		if res, err := e.l.LinkPurge(e.ctx, audit, 100); err != nil || res.Links != 0 {
+			t.Fatalf("LinkPurge before the audit retention = %+v, %v", res, err)
 		}
 		e.clock.Add(time.Microsecond)
-		if res, err := e.l.PurgeLinks(e.ctx, audit, 100); err != nil || res.Links != 1 {
-			t.Fatalf("PurgeLinks at the audit retention = %+v, %v; want one link", res, err)
+		if res, err := e.l.LinkPurge(e.ctx, audit, 100); err != nil || res.Links != 1 {
+			t.Fatalf("LinkPurge at the audit retention = %+v, %v; want one link", res, err)
 		}
-		if _, err := e.l.Link(e.ctx, old.ID); !errors.Is(err, ledger.ErrNotFound) {
+		if _, err := e.l.LinkGet(e.ctx, old.ID); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("purged link = %v, want ErrNotFound", err)
 		}
-		if _, err := e.l.Session(e.ctx, x.ID); !errors.Is(err, ledger.ErrNotFound) {
+		if _, err := e.l.SessionGet(e.ctx, x.ID); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("session of a purged link = %v, want ErrNotFound", err)
 		}
 		e.mustStatus(t, live.ID)
-		if res, err := e.l.PurgeLinks(e.ctx, 0, 100); err != nil || res.Links != 0 {
-			t.Fatalf("PurgeLinks with retention 0 = %+v, %v; want nothing purged", res, err)
+		if res, err := e.l.LinkPurge(e.ctx, 0, 100); err != nil || res.Links != 0 {
+			t.Fatalf("LinkPurge with retention 0 = %+v, %v; want nothing purged", res, err)
 		}
 	})
 	t.Run("ALinkIsPurgedOnlyOnceItsSessionsAreDeadAsLong", func(t *testing.T) {
@@ -435,16 +435,16 @@ func exerciseObjects(t *testing.T, newLedger NewLedger) {
 		req := ledger.MintRequest{Claim: ledger.ClaimRequest{LinkID: l.ID, Client: "test"},
 			SessionID: uuid.Must(uuid.NewV7()).String(), TokenHash: randomHash(t),
 			ByteBudget: 1000, MaxConcurrency: 1, ExpiresAt: start.Add(5 * time.Hour)}
-		if _, _, err := e.l.MintSession(e.ctx, req); err != nil {
+		if _, _, err := e.l.SessionMint(e.ctx, req); err != nil {
 			t.Fatal(err)
 		}
 		e.clock.Set(start.Add(2 * time.Hour)) // the link expired an hour ago; its session lives on
-		if res, err := e.l.PurgeLinks(e.ctx, time.Hour, 100); err != nil || res.Links != 0 {
-			t.Fatalf("PurgeLinks while a session lives = %+v, %v", res, err)
+		if res, err := e.l.LinkPurge(e.ctx, time.Hour, 100); err != nil || res.Links != 0 {
+			t.Fatalf("LinkPurge while a session lives = %+v, %v", res, err)
 		}
 		e.clock.Set(start.Add(6 * time.Hour))
-		if res, err := e.l.PurgeLinks(e.ctx, time.Hour, 100); err != nil || res.Links != 1 {
-			t.Fatalf("PurgeLinks an hour after the session died = %+v, %v", res, err)
+		if res, err := e.l.LinkPurge(e.ctx, time.Hour, 100); err != nil || res.Links != 1 {
+			t.Fatalf("LinkPurge an hour after the session died = %+v, %v", res, err)
 		}
 	})
 	t.Run("RetentionCountsFromAPurgedLinksDeath", func(t *testing.T) {
@@ -455,11 +455,11 @@ func exerciseObjects(t *testing.T, newLedger NewLedger) {
 		e.linkTo(t, o, 1, func(l *ledger.Link) { l.ExpiresAt = start.Add(time.Hour) })
 		const objects, audit = 3 * time.Hour, time.Hour
 		e.clock.Set(start.Add(2 * time.Hour))
-		if res, err := e.l.PurgeLinks(e.ctx, audit, 100); err != nil || res.Links != 1 {
-			t.Fatalf("PurgeLinks = %+v, %v; want the expired link", res, err)
+		if res, err := e.l.LinkPurge(e.ctx, audit, 100); err != nil || res.Links != 1 {
+			t.Fatalf("LinkPurge = %+v, %v; want the expired link", res, err)
 		}
 		claim := func() int {
-			ds, err := e.l.ClaimDeletions(e.ctx, objects, 100)
+			ds, err := e.l.DeletionClaim(e.ctx, objects, 100)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -481,24 +481,24 @@ func exerciseObjects(t *testing.T, newLedger NewLedger) {
 		e.clock.Add(retention)
 		e.wantDeletions(t, "at the retention", o)
 		e.clock.Add(2 * time.Hour)
-		if res, err := e.l.PurgeLinks(e.ctx, 2*time.Hour, 100); err != nil || res.Tombstones != 1 {
-			t.Fatalf("PurgeLinks = %+v, %v; want one tombstone", res, err)
+		if res, err := e.l.LinkPurge(e.ctx, 2*time.Hour, 100); err != nil || res.Tombstones != 1 {
+			t.Fatalf("LinkPurge = %+v, %v; want one tombstone", res, err)
 		}
-		if _, err := e.l.StoredObject(e.ctx, o.Bucket, o.Key, o.VersionID); !errors.Is(err, ledger.ErrNotFound) {
+		if _, err := e.l.ObjectGet(e.ctx, o.Bucket, o.Key, o.VersionID); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("StoredObject after its tombstone was purged = %v, want ErrNotFound", err)
 		}
 	})
 	t.Run("InvalidRetentionOrLimitIsRefused", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, newLedger)
-		if _, err := e.l.ClaimDeletions(e.ctx, -time.Second, 10); !errors.Is(err, ledger.ErrInvalid) {
-			t.Errorf("ClaimDeletions(negative retention) = %v, want ErrInvalid", err)
+		if _, err := e.l.DeletionClaim(e.ctx, -time.Second, 10); !errors.Is(err, ledger.ErrInvalid) {
+			t.Errorf("DeletionClaim(negative retention) = %v, want ErrInvalid", err)
 		}
-		if _, err := e.l.ClaimDeletions(e.ctx, time.Hour, 0); !errors.Is(err, ledger.ErrInvalid) {
-			t.Errorf("ClaimDeletions(limit 0) = %v, want ErrInvalid", err)
+		if _, err := e.l.DeletionClaim(e.ctx, time.Hour, 0); !errors.Is(err, ledger.ErrInvalid) {
+			t.Errorf("DeletionClaim(limit 0) = %v, want ErrInvalid", err)
 		}
-		if _, err := e.l.PurgeLinks(e.ctx, -time.Second, 10); !errors.Is(err, ledger.ErrInvalid) {
-			t.Errorf("PurgeLinks(negative retention) = %v, want ErrInvalid", err)
+		if _, err := e.l.LinkPurge(e.ctx, -time.Second, 10); !errors.Is(err, ledger.ErrInvalid) {
+			t.Errorf("LinkPurge(negative retention) = %v, want ErrInvalid", err)
 		}
 	})
 }
@@ -524,7 +524,7 @@ func ExerciseObjectsAcrossProcesses(t *testing.T, open OpenShared) {
 			if i%3 != 2 {
 				l := &ledger.Link{ID: uuid.Must(uuid.NewV7()).String(), TokenHash: randomHash(t), Object: o,
 					Allowance: 1, Remaining: 1, ExpiresAt: expires, Delivery: ledger.DeliveryStream}
-				if _, _, err := ls[0].CreateLink(context.Background(), l); err != nil {
+				if _, _, err := ls[0].LinkCreate(context.Background(), l); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -552,7 +552,7 @@ func sweepConcurrently(t *testing.T, ls []ledger.Ledger, workers int, retention 
 	releaseAll(t, workers*len(ls), func(i int) error {
 		l := ls[i%len(ls)]
 		for {
-			ds, err := l.ClaimDeletions(context.Background(), retention, 3)
+			ds, err := l.DeletionClaim(context.Background(), retention, 3)
 			if err != nil || len(ds) == 0 {
 				return err
 			}
@@ -560,7 +560,7 @@ func sweepConcurrently(t *testing.T, ls []ledger.Ledger, workers int, retention 
 				mu.Lock()
 				counts[d.Object.VersionID]++
 				mu.Unlock()
-				if err := l.FinishDeletion(context.Background(), d, nil); err != nil {
+				if err := l.DeletionFinish(context.Background(), d, nil); err != nil {
 					return err
 				}
 			}
@@ -606,7 +606,7 @@ func exerciseObjectEvents(t *testing.T, newLedger NewOutboxLedger) {
 		if !ok {
 			t.Fatal("retention did not hand the version out")
 		}
-		if err := e.l.FinishDeletion(e.ctx, d, errors.New("store down")); err != nil {
+		if err := e.l.DeletionFinish(e.ctx, d, errors.New("store down")); err != nil {
 			t.Fatal(err)
 		}
 		got := drain(t, e, o)
@@ -625,7 +625,7 @@ func exerciseObjectEvents(t *testing.T, newLedger NewOutboxLedger) {
 			t.Fatalf("object.deleted = %+v (object %+v), want version %+v at %v", ev, ev.Data.Object, obj, e.clock.Now())
 		}
 		// A late second report changes nothing and announces nothing.
-		if err := e.l.FinishDeletion(e.ctx, d, nil); err != nil {
+		if err := e.l.DeletionFinish(e.ctx, d, nil); err != nil {
 			t.Fatal(err)
 		}
 		if got := drain(t, e, o); len(got) != 0 {

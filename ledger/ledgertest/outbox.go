@@ -46,7 +46,7 @@ func ExerciseOutbox(t *testing.T, newLedger NewOutboxLedger) {
 			t.Fatal(err)
 		}
 		for range 2 { // the second refund changes nothing, so says nothing
-			if err := e.l.Refund(e.ctx, g1.ID); err != nil {
+			if err := e.l.GrantRefund(e.ctx, g1.ID); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -60,7 +60,7 @@ func ExerciseOutbox(t *testing.T, newLedger NewOutboxLedger) {
 		_, err = e.claim(l, "mallory")
 		wantReason(t, err, ledger.ReasonWrongAccount)
 		for range 2 { // revoking again changes nothing
-			if err := e.l.RevokeLink(e.ctx, l.ID); err != nil {
+			if err := e.l.LinkRevoke(e.ctx, l.ID); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -119,7 +119,7 @@ func ExerciseOutbox(t *testing.T, newLedger NewOutboxLedger) {
 		drain(t, e, o)
 		// Same token hash: the session INSERT fails after the claim's
 		// UPDATE and grant INSERT, and the whole transaction rolls back.
-		_, _, err := e.l.MintSession(e.ctx, ledger.MintRequest{
+		_, _, err := e.l.SessionMint(e.ctx, ledger.MintRequest{
 			Claim:     ledger.ClaimRequest{LinkID: l.ID, Client: "test"},
 			SessionID: uuid.Must(uuid.NewV7()).String(), TokenHash: x.TokenHash,
 			ByteBudget: 1000, MaxConcurrency: 1, ExpiresAt: e.clock.Now().Add(time.Hour),
@@ -143,7 +143,7 @@ func ExerciseOutbox(t *testing.T, newLedger NewOutboxLedger) {
 		if _, err := e.claim(link, ""); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.l.RevokeLink(e.ctx, link.ID); err != nil {
+		if err := e.l.LinkRevoke(e.ctx, link.ID); err != nil {
 			t.Fatal(err)
 		}
 		if got := drain(t, e, l.(ledger.Outbox)); len(got) != 0 {
@@ -164,7 +164,7 @@ func ExerciseOutbox(t *testing.T, newLedger NewOutboxLedger) {
 		releaseAll(t, 4, func(i int) error {
 			holder := fmt.Sprintf("deliverer-%d", i)
 			for {
-				evs, err := o.ClaimEvents(e.ctx, holder, 3, time.Minute)
+				evs, err := o.EventClaim(e.ctx, holder, 3, time.Minute)
 				if err != nil || len(evs) == 0 {
 					return err
 				}
@@ -172,7 +172,7 @@ func ExerciseOutbox(t *testing.T, newLedger NewOutboxLedger) {
 					mu.Lock()
 					taken[x.Seq]++
 					mu.Unlock()
-					if err := o.EventDelivered(e.ctx, x.Seq, holder); err != nil {
+					if err := o.EventMarkDelivered(e.ctx, x.Seq, holder); err != nil {
 						return fmt.Errorf("%s delivering seq %d: %w", holder, x.Seq, err)
 					}
 				}
@@ -207,10 +207,10 @@ func ExerciseOutbox(t *testing.T, newLedger NewOutboxLedger) {
 		if got := mustClaimEvents(t, e, o, "b", 10, time.Minute); len(got) != 0 {
 			t.Fatalf("while the head is leased another deliverer got %v", describe(got))
 		}
-		if err := o.EventFailed(e.ctx, first[0].Seq, "a", "HTTP 500", 10*time.Second); err != nil {
+		if err := o.EventMarkFailed(e.ctx, first[0].Seq, "a", "HTTP 500", 10*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		if err := o.EventDelivered(e.ctx, first[1].Seq, "a"); err != nil {
+		if err := o.EventMarkDelivered(e.ctx, first[1].Seq, "a"); err != nil {
 			t.Fatal(err)
 		}
 		if got := mustClaimEvents(t, e, o, "b", 10, time.Minute); len(got) != 0 {
@@ -227,7 +227,7 @@ func ExerciseOutbox(t *testing.T, newLedger NewOutboxLedger) {
 				t.Fatalf("one link's events came %d at a time", len(x))
 			}
 			types = append(types, x[0].Type)
-			if err := o.EventDelivered(e.ctx, x[0].Seq, "b"); err != nil {
+			if err := o.EventMarkDelivered(e.ctx, x[0].Seq, "b"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -286,7 +286,7 @@ func ExerciseOutbox(t *testing.T, newLedger NewOutboxLedger) {
 		if len(x) != 1 || x[0].Attempts != 1 {
 			t.Fatalf("claim = %v, want the event at attempt 1", describe(x))
 		}
-		if err := o.EventFailed(e.ctx, x[0].Seq, "a", "HTTP 503", 4*time.Second); err != nil {
+		if err := o.EventMarkFailed(e.ctx, x[0].Seq, "a", "HTTP 503", 4*time.Second); err != nil {
 			t.Fatal(err)
 		}
 		e.clock.Add(4*time.Second - time.Microsecond)
@@ -312,10 +312,10 @@ func ExerciseOutbox(t *testing.T, newLedger NewOutboxLedger) {
 		if len(got) != 1 || got[0].ID != x[0].ID {
 			t.Fatalf("after the lease lapsed = %v, want the same event", describe(got))
 		}
-		if err := o.EventDelivered(e.ctx, x[0].Seq, "crashed"); !errors.Is(err, ledger.ErrNotFound) {
+		if err := o.EventMarkDelivered(e.ctx, x[0].Seq, "crashed"); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("the old holder reporting = %v, want ErrNotFound", err)
 		}
-		if err := o.EventDelivered(e.ctx, got[0].Seq, "b"); err != nil {
+		if err := o.EventMarkDelivered(e.ctx, got[0].Seq, "b"); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -330,22 +330,22 @@ func ExerciseOutbox(t *testing.T, newLedger NewOutboxLedger) {
 			t.Fatal(err)
 		}
 		head := mustClaimEvents(t, e, o, "a", 1, time.Minute)
-		if err := o.EventFailed(e.ctx, head[0].Seq, "a", "HTTP 500", time.Hour); err != nil {
+		if err := o.EventMarkFailed(e.ctx, head[0].Seq, "a", "HTTP 500", time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		e.clock.Set(t0.Add(maxAge - time.Microsecond))
-		if n, err := o.ExpireEvents(e.ctx, maxAge, 10); err != nil || n != 0 {
-			t.Fatalf("before the maximum age ExpireEvents = %d, %v; want 0", n, err)
+		if n, err := o.EventExpire(e.ctx, maxAge, 10); err != nil || n != 0 {
+			t.Fatalf("before the maximum age EventExpire = %d, %v; want 0", n, err)
 		}
 		e.clock.Set(t0.Add(maxAge))
-		if n, err := o.ExpireEvents(e.ctx, maxAge, 10); err != nil || n != 1 {
-			t.Fatalf("at the maximum age ExpireEvents = %d, %v; want the head only", n, err)
+		if n, err := o.EventExpire(e.ctx, maxAge, 10); err != nil || n != 1 {
+			t.Fatalf("at the maximum age EventExpire = %d, %v; want the head only", n, err)
 		}
 		next := mustClaimEvents(t, e, o, "a", 10, time.Minute)
 		if len(next) != 1 || next[0].Type != ledger.EventGrantCreated {
 			t.Fatalf("after the head was given up = %v, want the link's next event", describe(next))
 		}
-		if err := o.EventFailed(e.ctx, head[0].Seq, "a", "late", 0); !errors.Is(err, ledger.ErrNotFound) {
+		if err := o.EventMarkFailed(e.ctx, head[0].Seq, "a", "late", 0); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("reporting on a given-up event = %v, want ErrNotFound", err)
 		}
 	})
@@ -355,14 +355,14 @@ func ExerciseOutbox(t *testing.T, newLedger NewOutboxLedger) {
 		e.MustLink(t, 1)
 		x := mustClaimEvents(t, e, o, "a", 1, time.Hour)
 		e.clock.Add(30 * time.Minute)
-		if n, err := o.ExpireEvents(e.ctx, 10*time.Minute, 10); err != nil || n != 0 {
-			t.Fatalf("under a live lease ExpireEvents = %d, %v; want 0", n, err)
+		if n, err := o.EventExpire(e.ctx, 10*time.Minute, 10); err != nil || n != 0 {
+			t.Fatalf("under a live lease EventExpire = %d, %v; want 0", n, err)
 		}
 		e.clock.Add(30 * time.Minute)
-		if n, err := o.ExpireEvents(e.ctx, 10*time.Minute, 10); err != nil || n != 1 {
-			t.Fatalf("after the lease lapsed ExpireEvents = %d, %v; want 1", n, err)
+		if n, err := o.EventExpire(e.ctx, 10*time.Minute, 10); err != nil || n != 1 {
+			t.Fatalf("after the lease lapsed EventExpire = %d, %v; want 1", n, err)
 		}
-		if err := o.EventDelivered(e.ctx, x[0].Seq, "a"); !errors.Is(err, ledger.ErrNotFound) {
+		if err := o.EventMarkDelivered(e.ctx, x[0].Seq, "a"); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("delivering a given-up event = %v, want ErrNotFound", err)
 		}
 	})
@@ -390,12 +390,12 @@ func ExerciseOutbox(t *testing.T, newLedger NewOutboxLedger) {
 		drain(t, e, o)
 		e.MustLink(t, 1) // pending
 		e.clock.Add(24*time.Hour - time.Microsecond)
-		if n, err := o.PurgeEvents(e.ctx, 24*time.Hour, 10); err != nil || n != 0 {
-			t.Fatalf("PurgeEvents before keep = %d, %v; want 0", n, err)
+		if n, err := o.EventPurge(e.ctx, 24*time.Hour, 10); err != nil || n != 0 {
+			t.Fatalf("EventPurge before keep = %d, %v; want 0", n, err)
 		}
 		e.clock.Add(time.Microsecond)
-		if n, err := o.PurgeEvents(e.ctx, 24*time.Hour, 10); err != nil || n != 1 {
-			t.Fatalf("PurgeEvents = %d, %v; want the delivered event only", n, err)
+		if n, err := o.EventPurge(e.ctx, 24*time.Hour, 10); err != nil || n != 1 {
+			t.Fatalf("EventPurge = %d, %v; want the delivered event only", n, err)
 		}
 		if got := drain(t, e, o); len(got) != 1 {
 			t.Fatalf("after the purge %d events are due, want the pending one", len(got))
@@ -420,16 +420,16 @@ func (e *env) MustSessionFor(tb testing.TB, l *ledger.Link, account string) *led
 	tb.Helper()
 	s, created, err := e.mint(l, account, "", 1000, 2)
 	if err != nil || !created {
-		tb.Fatalf("MintSession = %v, %v", created, err)
+		tb.Fatalf("SessionMint = %v, %v", created, err)
 	}
 	return s
 }
 
 func mustClaimEvents(tb testing.TB, e *env, o ledger.Outbox, holder string, limit int, lease time.Duration) []ledger.OutboxEvent {
 	tb.Helper()
-	evs, err := o.ClaimEvents(e.ctx, holder, limit, lease)
+	evs, err := o.EventClaim(e.ctx, holder, limit, lease)
 	if err != nil {
-		tb.Fatalf("ClaimEvents(%s): %v", holder, err)
+		tb.Fatalf("EventClaim(%s): %v", holder, err)
 	}
 	return evs
 }
@@ -445,8 +445,8 @@ func drain(tb testing.TB, e *env, o ledger.Outbox) []ledger.OutboxEvent {
 			return all
 		}
 		for _, x := range evs {
-			if err := o.EventDelivered(e.ctx, x.Seq, "drain"); err != nil {
-				tb.Fatalf("EventDelivered(%d): %v", x.Seq, err)
+			if err := o.EventMarkDelivered(e.ctx, x.Seq, "drain"); err != nil {
+				tb.Fatalf("EventMarkDelivered(%d): %v", x.Seq, err)
 			}
 		}
 		all = append(all, evs...)

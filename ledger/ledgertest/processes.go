@@ -34,11 +34,11 @@ func ExerciseAcrossProcesses(t *testing.T, open OpenShared) {
 		l := &ledger.Link{ID: uuid.Must(uuid.NewV7()).String(), TokenHash: randomHash(t),
 			Object:    ledger.Object{Bucket: "b", Key: "swept", VersionID: "v1", Size: 1},
 			Allowance: sessions, Remaining: sessions, ExpiresAt: time.Now().Add(time.Hour), Delivery: ledger.DeliverySession}
-		if _, _, err := ls[0].CreateLink(ctx, l); err != nil {
+		if _, _, err := ls[0].LinkCreate(ctx, l); err != nil {
 			t.Fatal(err)
 		}
 		for i := range sessions {
-			_, _, err := ls[i%2].MintSession(ctx, ledger.MintRequest{
+			_, _, err := ls[i%2].SessionMint(ctx, ledger.MintRequest{
 				Claim:     ledger.ClaimRequest{LinkID: l.ID, Client: "test"},
 				SessionID: uuid.Must(uuid.NewV7()).String(), TokenHash: randomHash(t),
 				ByteBudget: 1000, MaxConcurrency: 2, ExpiresAt: time.Now().Add(-time.Hour),
@@ -50,7 +50,7 @@ func ExerciseAcrossProcesses(t *testing.T, open OpenShared) {
 		var ended atomic.Int64
 		releaseAll(t, workers*len(ls), func(i int) error {
 			for {
-				res, err := ls[i%len(ls)].Sweep(ctx, 3)
+				res, err := ls[i%len(ls)].SessionSweep(ctx, 3)
 				if err != nil || res.SessionsEnded == 0 {
 					return err
 				}
@@ -60,7 +60,7 @@ func ExerciseAcrossProcesses(t *testing.T, open OpenShared) {
 		if ended.Load() != sessions {
 			t.Fatalf("sweepers on two pools ended %d sessions, want each of %d once", ended.Load(), sessions)
 		}
-		if res, err := ls[0].Sweep(ctx, 100); err != nil || res.SessionsEnded != 0 {
+		if res, err := ls[0].SessionSweep(ctx, 100); err != nil || res.SessionsEnded != 0 {
 			t.Fatalf("a sweep after them = %+v, %v; want nothing left", res, err)
 		}
 	})
@@ -81,7 +81,7 @@ func ExerciseAcrossProcesses(t *testing.T, open OpenShared) {
 			o := outboxOf(ls[i%len(ls)])
 			holder := fmt.Sprintf("deliverer-%d", i)
 			for {
-				evs, err := o.ClaimEvents(ctx, holder, 3, time.Minute)
+				evs, err := o.EventClaim(ctx, holder, 3, time.Minute)
 				if err != nil || len(evs) == 0 {
 					return err
 				}
@@ -89,7 +89,7 @@ func ExerciseAcrossProcesses(t *testing.T, open OpenShared) {
 					mu.Lock()
 					taken[x.ID]++
 					mu.Unlock()
-					if err := o.EventDelivered(ctx, x.Seq, holder); err != nil {
+					if err := o.EventMarkDelivered(ctx, x.Seq, holder); err != nil {
 						return fmt.Errorf("%s delivering seq %d: %w", holder, x.Seq, err)
 					}
 				}
@@ -116,7 +116,7 @@ func ExerciseAcrossProcesses(t *testing.T, open OpenShared) {
 		var given atomic.Int64
 		releaseAll(t, workers*len(ls), func(i int) error {
 			for {
-				n, err := outboxOf(ls[i%len(ls)]).ExpireEvents(ctx, time.Hour, 3)
+				n, err := outboxOf(ls[i%len(ls)]).EventExpire(ctx, time.Hour, 3)
 				if err != nil || n == 0 {
 					return err
 				}
@@ -139,7 +139,7 @@ func ExerciseAcrossProcesses(t *testing.T, open OpenShared) {
 		var purged atomic.Int64
 		releaseAll(t, workers*len(ls), func(i int) error {
 			for {
-				res, err := ls[i%len(ls)].PurgeLinks(ctx, time.Hour, 3)
+				res, err := ls[i%len(ls)].LinkPurge(ctx, time.Hour, 3)
 				if err != nil || res.Links == 0 {
 					return err
 				}
@@ -158,8 +158,8 @@ func mustCreate(tb testing.TB, l ledger.Ledger, expires time.Time) *ledger.Link 
 	link := &ledger.Link{ID: uuid.Must(uuid.NewV7()).String(), TokenHash: randomHash(tb),
 		Object:    ledger.Object{Bucket: "b", Key: "shared", VersionID: "v1", Size: 1},
 		Allowance: 1, Remaining: 1, ExpiresAt: expires, Delivery: ledger.DeliveryStream}
-	if _, _, err := l.CreateLink(context.Background(), link); err != nil {
-		tb.Fatalf("CreateLink = %v", err)
+	if _, _, err := l.LinkCreate(context.Background(), link); err != nil {
+		tb.Fatalf("LinkCreate = %v", err)
 	}
 	return link
 }

@@ -13,7 +13,7 @@ import (
 
 // MustSession mints a session on l for account with the given key.
 func (e *env) mint(l *ledger.Link, account, key string, budget int64, slots int) (*ledger.Session, bool, error) {
-	return e.l.MintSession(e.ctx, ledger.MintRequest{
+	return e.l.SessionMint(e.ctx, ledger.MintRequest{
 		Claim:          ledger.ClaimRequest{LinkID: l.ID, AccountID: account, Client: "test"},
 		SessionID:      uuid.Must(uuid.NewV7()).String(),
 		TokenHash:      randomHash(nil),
@@ -28,7 +28,7 @@ func (e *env) MustSession(tb testing.TB, l *ledger.Link, budget int64, slots int
 	tb.Helper()
 	s, created, err := e.mint(l, "", "", budget, slots)
 	if err != nil || !created {
-		tb.Fatalf("MintSession = %v, %v", created, err)
+		tb.Fatalf("SessionMint = %v, %v", created, err)
 	}
 	return s
 }
@@ -43,15 +43,15 @@ func exerciseSessions(t *testing.T, newLedger NewLedger) {
 			s.MaxConcurrency != 3 || s.BytesDrawn != 0 || s.GrantID == "" {
 			t.Fatalf("session %+v does not pin link %+v", s, l)
 		}
-		byHash, err := e.l.SessionByTokenHash(e.ctx, s.TokenHash)
+		byHash, err := e.l.SessionGetByTokenHash(e.ctx, s.TokenHash)
 		if err != nil || byHash.ID != s.ID {
-			t.Fatalf("SessionByTokenHash = %+v, %v", byHash, err)
+			t.Fatalf("SessionGetByTokenHash = %+v, %v", byHash, err)
 		}
 		st := e.mustStatus(t, l.ID)
 		if st.Remaining != 1 || st.ActiveSessions != 1 || st.Grants[ledger.StatusGranted] != 1 {
 			t.Fatalf("after mint: %+v", st)
 		}
-		p, _ := e.l.Grants(e.ctx, l.ID, "", 10)
+		p, _ := e.l.GrantList(e.ctx, l.ID, "", 10)
 		if len(p.Grants) != 1 || p.Grants[0].Kind != ledger.KindSession || p.Grants[0].SessionID != s.ID {
 			t.Fatalf("grants %+v", p.Grants)
 		}
@@ -107,12 +107,12 @@ func exerciseSessions(t *testing.T, newLedger NewLedger) {
 		e := setup(t, newLedger)
 		l := e.MustLink(t, 2)
 		s := e.MustSession(t, l, 1000, 1)
-		if err := e.l.RevokeLink(e.ctx, l.ID); err != nil {
+		if err := e.l.LinkRevoke(e.ctx, l.ID); err != nil {
 			t.Fatal(err)
 		}
-		_, err := e.l.DrawBytes(e.ctx, s.ID, 10)
+		_, err := e.l.BudgetDraw(e.ctx, s.ID, 10)
 		wantReason(t, err, ledger.ReasonRevoked)
-		got, err := e.l.Session(e.ctx, s.ID)
+		got, err := e.l.SessionGet(e.ctx, s.ID)
 		if err != nil || got.RevokedAt == nil || got.LinkRevokedAt == nil {
 			t.Fatalf("session after link revoke: %+v, %v", got, err)
 		}
@@ -126,13 +126,13 @@ func exerciseSessions(t *testing.T, newLedger NewLedger) {
 		l := e.MustLink(t, 2)
 		s := e.MustSession(t, l, 1000, 1)
 		for i := 0; i < 2; i++ {
-			if err := e.l.RevokeSession(e.ctx, s.ID); err != nil {
+			if err := e.l.SessionRevoke(e.ctx, s.ID); err != nil {
 				t.Fatal(err)
 			}
 		}
-		_, err := e.l.DrawBytes(e.ctx, s.ID, 10)
+		_, err := e.l.BudgetDraw(e.ctx, s.ID, 10)
 		wantReason(t, err, ledger.ReasonRevoked)
-		if err := e.l.RevokeSession(e.ctx, "00000000-0000-0000-0000-000000000000"); !errors.Is(err, ledger.ErrNotFound) {
+		if err := e.l.SessionRevoke(e.ctx, "00000000-0000-0000-0000-000000000000"); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("revoke unknown session = %v", err)
 		}
 	})
@@ -141,21 +141,21 @@ func exerciseSessions(t *testing.T, newLedger NewLedger) {
 		e := setup(t, newLedger)
 		l := e.MustLink(t, 2)
 		s := e.MustSession(t, l, 1000, 2)
-		if err := e.l.AcquireSlot(e.ctx, s.ID, "h1", 30*time.Second); err != nil {
+		if err := e.l.SlotAcquire(e.ctx, s.ID, "h1", 30*time.Second); err != nil {
 			t.Fatal(err)
 		}
 		e.clock.Set(s.ExpiresAt)
-		_, err := e.l.DrawBytes(e.ctx, s.ID, 10)
+		_, err := e.l.BudgetDraw(e.ctx, s.ID, 10)
 		wantReason(t, err, ledger.ReasonExpired)
-		res, err := e.l.Sweep(e.ctx, 10)
+		res, err := e.l.SessionSweep(e.ctx, 10)
 		if err != nil || res.SessionsEnded != 1 {
 			t.Fatalf("Sweep = %+v, %v; want one session ended", res, err)
 		}
-		res, err = e.l.Sweep(e.ctx, 10)
+		res, err = e.l.SessionSweep(e.ctx, 10)
 		if err != nil || res.SessionsEnded != 0 {
 			t.Fatalf("second Sweep = %+v, %v; want nothing left", res, err)
 		}
-		got, _ := e.l.Session(e.ctx, s.ID)
+		got, _ := e.l.SessionGet(e.ctx, s.ID)
 		if got.EndedAt == nil {
 			t.Fatalf("swept session not ended: %+v", got)
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/dlgate/dlgate/ledger"
 )
 
-// claimByToken is ClaimByToken of l's token hash for account.
+// claimByToken is LinkClaim of l's token hash for account.
 func (e *env) claimByToken(tb testing.TB, hash []byte, account string, confirmed bool) (*ledger.Link, *ledger.Grant, error) {
 	tb.Helper()
 	o, err := e.outcome(hash, account, confirmed)
@@ -18,7 +18,7 @@ func (e *env) claimByToken(tb testing.TB, hash []byte, account string, confirmed
 }
 
 func (e *env) outcome(hash []byte, account string, confirmed bool) (ledger.ClaimOutcome, error) {
-	return e.l.ClaimByToken(e.ctx, hash, ledger.ClaimRequest{AccountID: account, Kind: ledger.KindStream, Client: "test"}, confirmed)
+	return e.l.LinkClaim(e.ctx, hash, ledger.ClaimRequest{AccountID: account, Kind: ledger.KindStream, Client: "test"}, confirmed)
 }
 
 func exerciseClaimsByToken(t *testing.T, newLedger NewLedger) {
@@ -33,9 +33,9 @@ func exerciseClaimsByToken(t *testing.T, newLedger NewLedger) {
 					got, g, err := e.claimByToken(t, l.TokenHash, "", false)
 					switch {
 					case err != nil:
-						return fmt.Errorf("ClaimByToken: %w", err)
+						return fmt.Errorf("LinkClaim: %w", err)
 					case got == nil || got.ID != l.ID:
-						return fmt.Errorf("ClaimByToken returned link %+v, want %s", got, l.ID)
+						return fmt.Errorf("LinkClaim returned link %+v, want %s", got, l.ID)
 					case g != nil:
 						if g.LinkID != l.ID {
 							return fmt.Errorf("grant of link %q, want %s", g.LinkID, l.ID)
@@ -65,7 +65,7 @@ func exerciseClaimsByToken(t *testing.T, newLedger NewLedger) {
 		l := e.MustLink(t, 3, func(l *ledger.Link) { l.AccountID = "alice" })
 		got, g, err := e.claimByToken(t, l.TokenHash, "alice", false)
 		if err != nil || g == nil {
-			t.Fatalf("ClaimByToken = %v, %v; want a grant", g, err)
+			t.Fatalf("LinkClaim = %v, %v; want a grant", g, err)
 		}
 		if got.ID != l.ID || got.Remaining != 2 || got.Filename != l.Filename || got.Object != l.Object || got.AccountID != "alice" {
 			t.Fatalf("row %+v; want link %s with remaining 2", got, l.ID)
@@ -81,7 +81,7 @@ func exerciseClaimsByToken(t *testing.T, newLedger NewLedger) {
 			t.Fatalf("remaining=%d grants=%v, want 2 and 1 granted", st.Remaining, st.Grants)
 		}
 		// The grant is a grant like any other: it can be refunded.
-		if err := e.l.Refund(e.ctx, g.ID); err != nil {
+		if err := e.l.GrantRefund(e.ctx, g.ID); err != nil {
 			t.Fatal(err)
 		}
 		if st := e.mustStatus(t, l.ID); st.Remaining != 3 {
@@ -112,7 +112,7 @@ func exerciseClaimsByToken(t *testing.T, newLedger NewLedger) {
 		{name: "AccountBoundLinkAnonymous", edit: func(l *ledger.Link) { l.AccountID = "alice" }, reason: ledger.ReasonWrongAccount},
 		{name: "AccountBoundLinkOtherAccount", edit: func(l *ledger.Link) { l.AccountID = "alice" }, account: "mallory", reason: ledger.ReasonWrongAccount},
 		{name: "Revoked", before: func(e *env, l *ledger.Link) {
-			if err := e.l.RevokeLink(e.ctx, l.ID); err != nil {
+			if err := e.l.LinkRevoke(e.ctx, l.ID); err != nil {
 				panic(err)
 			}
 		}, reason: ledger.ReasonRevoked},
@@ -135,7 +135,7 @@ func exerciseClaimsByToken(t *testing.T, newLedger NewLedger) {
 			o, err := e.outcome(l.TokenHash, c.account, c.confirmed)
 			got := o.Link
 			if err != nil || o.Grant != nil || got == nil || got.ID != l.ID || o.Refusal != c.reason {
-				t.Fatalf("ClaimByToken = %+v, %v; want the row, no grant, refusal %q, no error", o, err, c.reason)
+				t.Fatalf("LinkClaim = %+v, %v; want the row, no grant, refusal %q, no error", o, err, c.reason)
 			}
 			if got.Remaining != before.Remaining {
 				t.Fatalf("row remaining %d, want %d", got.Remaining, before.Remaining)
@@ -150,10 +150,10 @@ func exerciseClaimsByToken(t *testing.T, newLedger NewLedger) {
 		e := setup(t, newLedger)
 		l := e.MustLink(t, 1, func(l *ledger.Link) { l.Confirm = true })
 		if _, g, err := e.claimByToken(t, l.TokenHash, "", true); err != nil || g == nil {
-			t.Fatalf("ClaimByToken(confirmed) = %v, %v; want a grant", g, err)
+			t.Fatalf("LinkClaim(confirmed) = %v, %v; want a grant", g, err)
 		}
 		if _, g, err := e.claimByToken(t, l.TokenHash, "", true); err != nil || g != nil {
-			t.Fatalf("second ClaimByToken of a 1-download link = %v, %v; want no grant", g, err)
+			t.Fatalf("second LinkClaim of a 1-download link = %v, %v; want no grant", g, err)
 		}
 	})
 	t.Run("ClaimedOneMicrosecondBeforeExpiry", func(t *testing.T) {
@@ -162,7 +162,7 @@ func exerciseClaimsByToken(t *testing.T, newLedger NewLedger) {
 		l := e.MustLink(t, 2)
 		e.clock.Set(l.ExpiresAt.Add(-time.Microsecond))
 		if _, g, err := e.claimByToken(t, l.TokenHash, "", false); err != nil || g == nil {
-			t.Fatalf("ClaimByToken 1µs before expiry = %v, %v; want a grant", g, err)
+			t.Fatalf("LinkClaim 1µs before expiry = %v, %v; want a grant", g, err)
 		}
 	})
 }

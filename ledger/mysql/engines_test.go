@@ -266,10 +266,10 @@ func TestLockWaitsEndWithTheCallsDeadline(t *testing.T) {
 				Object:    ledger.Object{Key: "k", VersionID: "v", Size: 1},
 				Allowance: 5, Remaining: 5, ExpiresAt: time.Now().Add(time.Hour), Delivery: ledger.DeliverySession,
 			}
-			if _, _, err := db.CreateLink(ctx, link); err != nil {
+			if _, _, err := db.LinkCreate(ctx, link); err != nil {
 				t.Fatal(err)
 			}
-			x, _, err := db.MintSession(ctx, ledger.MintRequest{
+			x, _, err := db.SessionMint(ctx, ledger.MintRequest{
 				Claim:     ledger.ClaimRequest{LinkID: link.ID, Kind: ledger.KindSession},
 				SessionID: uuid.Must(uuid.NewV7()).String(), TokenHash: []byte(strings.Repeat("s", 32)),
 				ByteBudget: 1000, MaxConcurrency: 1, ExpiresAt: time.Now().Add(time.Hour),
@@ -308,10 +308,10 @@ func TestLockWaitsEndWithTheCallsDeadline(t *testing.T) {
 					_, err := db.Claim(ctx, ledger.ClaimRequest{LinkID: link.ID, Kind: ledger.KindStream})
 					return err
 				}},
-				{"AddAllowance", func(ctx context.Context) error { return db.AddAllowance(ctx, link.ID, 1, "held") }},
-				{"RevokeLink", func(ctx context.Context) error { return db.RevokeLink(ctx, link.ID) }},
-				{"DrawBytes", func(ctx context.Context) error { _, err := db.DrawBytes(ctx, x.ID, 10); return err }},
-				{"AcquireSlot", func(ctx context.Context) error { return db.AcquireSlot(ctx, x.ID, "h", time.Minute) }},
+				{"AllowanceAdd", func(ctx context.Context) error { return db.AllowanceAdd(ctx, link.ID, 1, "held") }},
+				{"LinkRevoke", func(ctx context.Context) error { return db.LinkRevoke(ctx, link.ID) }},
+				{"BudgetDraw", func(ctx context.Context) error { _, err := db.BudgetDraw(ctx, x.ID, 10); return err }},
+				{"SlotAcquire", func(ctx context.Context) error { return db.SlotAcquire(ctx, x.ID, "h", time.Minute) }},
 			}
 			// With the short server timeout a call may give up at its
 			// 1205 before the deadline; never after it.
@@ -338,8 +338,8 @@ func TestLockWaitsEndWithTheCallsDeadline(t *testing.T) {
 			if err := tx.Rollback(); err != nil {
 				t.Fatal(err)
 			}
-			if err := db.AddAllowance(ctx, link.ID, 1, "free"); err != nil {
-				t.Fatalf("AddAllowance once the rows are free = %v", err)
+			if err := db.AllowanceAdd(ctx, link.ID, 1, "free"); err != nil {
+				t.Fatalf("AllowanceAdd once the rows are free = %v", err)
 			}
 		})
 	}

@@ -37,10 +37,10 @@ func TestFrozenServerFailsEveryCallWithinTheTimeout(t *testing.T) {
 		Object:    ledger.Object{Key: "k", VersionID: "v", Size: 1},
 		Allowance: 5, Remaining: 5, ExpiresAt: time.Now().Add(time.Hour), Delivery: ledger.DeliverySession,
 	}
-	if _, _, err := db.CreateLink(ctx, link); err != nil {
+	if _, _, err := db.LinkCreate(ctx, link); err != nil {
 		t.Fatal(err)
 	}
-	x, _, err := db.MintSession(ctx, ledger.MintRequest{
+	x, _, err := db.SessionMint(ctx, ledger.MintRequest{
 		Claim:     ledger.ClaimRequest{LinkID: link.ID, Kind: ledger.KindSession},
 		SessionID: uuid.Must(uuid.NewV7()).String(), TokenHash: []byte(strings.Repeat("s", 32)),
 		ByteBudget: 1000, MaxConcurrency: 2, ExpiresAt: time.Now().Add(time.Hour),
@@ -50,16 +50,16 @@ func TestFrozenServerFailsEveryCallWithinTheTimeout(t *testing.T) {
 	}
 
 	calls := map[string]func(context.Context) error{
-		"LinkByTokenHash": func(ctx context.Context) error { _, err := db.LinkByTokenHash(ctx, link.TokenHash); return err },
+		"LinkGetByTokenHash": func(ctx context.Context) error { _, err := db.LinkGetByTokenHash(ctx, link.TokenHash); return err },
 		"Claim": func(ctx context.Context) error {
 			_, err := db.Claim(ctx, ledger.ClaimRequest{LinkID: link.ID, Kind: ledger.KindStream})
 			return err
 		},
-		"SessionByTokenHash": func(ctx context.Context) error { _, err := db.SessionByTokenHash(ctx, x.TokenHash); return err },
-		"AcquireSlot":        func(ctx context.Context) error { return db.AcquireSlot(ctx, x.ID, "h", time.Minute) },
-		"DrawBytes":          func(ctx context.Context) error { _, err := db.DrawBytes(ctx, x.ID, 10); return err },
-		"ReturnBytes":        func(ctx context.Context) error { return db.ReturnBytes(ctx, x.ID, 10) },
-		"ReleaseSlot":        func(ctx context.Context) error { return db.ReleaseSlot(ctx, x.ID, "h") },
+		"SessionGetByTokenHash": func(ctx context.Context) error { _, err := db.SessionGetByTokenHash(ctx, x.TokenHash); return err },
+		"SlotAcquire":        func(ctx context.Context) error { return db.SlotAcquire(ctx, x.ID, "h", time.Minute) },
+		"BudgetDraw":          func(ctx context.Context) error { _, err := db.BudgetDraw(ctx, x.ID, 10); return err },
+		"BudgetReturn":        func(ctx context.Context) error { return db.BudgetReturn(ctx, x.ID, 10) },
+		"SlotRelease":        func(ctx context.Context) error { return db.SlotRelease(ctx, x.ID, "h") },
 		"Ping":               func(ctx context.Context) error { return db.Ping(ctx) },
 	}
 	server.Freeze(t)
@@ -86,7 +86,7 @@ func TestFrozenServerFailsEveryCallWithinTheTimeout(t *testing.T) {
 	// each.
 	start := time.Now()
 	reqCtx := ledger.WithWait(ctx)
-	for _, name := range []string{"LinkByTokenHash", "Claim", "SessionByTokenHash", "AcquireSlot"} {
+	for _, name := range []string{"LinkGetByTokenHash", "Claim", "SessionGetByTokenHash", "SlotAcquire"} {
 		if err := calls[name](reqCtx); !errors.Is(err, ledger.ErrUnavailable) && !errors.Is(err, ledger.ErrAmbiguous) {
 			t.Errorf("%s of one request on a frozen server = %v, want ErrUnavailable", name, err)
 		}

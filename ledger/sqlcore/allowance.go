@@ -8,11 +8,11 @@ import (
 	"github.com/dlgate/dlgate/ledger"
 )
 
-// AddAllowance raises allowance and remaining by n and records why, in one
+// AllowanceAdd raises allowance and remaining by n and records why, in one
 // transaction. A revoked link stays revoked: topping it up is refused by
 // the UPDATE's own condition, so a revocation that commits first always
 // wins. Errors: ErrNotFound, ErrRevoked, ErrInvalid.
-func (s *DB) AddAllowance(ctx context.Context, id string, n int, reason string) error {
+func (s *DB) AllowanceAdd(ctx context.Context, id string, n int, reason string) error {
 	if n < 1 || n > 1_000_000 {
 		return fmt.Errorf("%w: add must be between 1 and 1000000", ledger.ErrInvalid)
 	}
@@ -56,9 +56,9 @@ func (s *DB) whyNotUpdated(ctx context.Context, tx *sql.Tx, id string) error {
 	return fmt.Errorf("sqlcore: link %s neither updated nor revoked", id)
 }
 
-// AllowanceChanges lists the link's audited top-ups, newest first.
+// AllowanceList lists the link's audited top-ups, newest first.
 // Errors: ErrNotFound.
-func (s *DB) AllowanceChanges(ctx context.Context, linkID string) ([]ledger.AllowanceChange, error) {
+func (s *DB) AllowanceList(ctx context.Context, linkID string) ([]ledger.AllowanceChange, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var one int

@@ -7,13 +7,13 @@ import (
 	"github.com/dlgate/dlgate/ledger"
 )
 
-// DrawBytes reserves up to want bytes of the session's byte budget with
+// BudgetDraw reserves up to want bytes of the session's byte budget with
 // one conditional UPDATE (one round trip) and returns what it granted.
 // The budget can never be oversold: the row's CHECK and the WHERE clause
 // keep bytes_drawn ≤ byte_budget whatever the number of drawers.
 // Expiry is judged by the database's clock. Errors: ErrBudgetExhausted,
 // ErrRefused (revoked, expired or ended).
-func (s *DB) DrawBytes(ctx context.Context, sessionID string, want int64) (int64, error) {
+func (s *DB) BudgetDraw(ctx context.Context, sessionID string, want int64) (int64, error) {
 	if want < 1 {
 		return 0, fmt.Errorf("%w: draw at least one byte", ledger.ErrInvalid)
 	}
@@ -43,8 +43,8 @@ func (s *DB) DrawBytes(ctx context.Context, sessionID string, want int64) (int64
 	return 0, ledger.ErrBudgetExhausted
 }
 
-// ReturnBytes gives back n reserved bytes that were not sent.
-func (s *DB) ReturnBytes(ctx context.Context, sessionID string, n int64) error {
+// BudgetReturn gives back n reserved bytes that were not sent.
+func (s *DB) BudgetReturn(ctx context.Context, sessionID string, n int64) error {
 	if n <= 0 {
 		return nil
 	}

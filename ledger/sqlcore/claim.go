@@ -131,7 +131,7 @@ func (s *DB) batch(ctx context.Context, query string, args []any, scan func(*sql
 	return nil
 }
 
-// claimByTokenSQL is ClaimByToken's batch: the decrement of the link with
+// claimByTokenSQL is LinkClaim's batch: the decrement of the link with
 // the token hash when a GET claims it at once (Link.ClaimsAtOnce, in
 // SQL), its grant, and the row as the transaction sees it with the
 // database's clock and whether the grant exists.
@@ -141,11 +141,11 @@ WHERE token_hash = ? AND delivery = 'stream' AND (confirm = FALSE OR ?) AND ` + 
 ` + strings.Replace(grantInsertSQL, "{from}", "token_hash", 1) + `;
 SELECT ` + linkColumns + `, {now}, ` + grantedSQL + ` FROM links WHERE token_hash = ?`
 
-// ClaimByToken reads the link and claims it when a GET claims it at once,
+// LinkClaim reads the link and claims it when a GET claims it at once,
 // in one transaction: on MySQL as one batch and its COMMIT (two round
 // trips), elsewhere as one ordinary transaction. A refusal is explained
 // from the row that transaction read, by its clock: no second read.
-func (s *DB) ClaimByToken(ctx context.Context, hash []byte, req ledger.ClaimRequest, confirmed bool) (ledger.ClaimOutcome, error) {
+func (s *DB) LinkClaim(ctx context.Context, hash []byte, req ledger.ClaimRequest, confirmed bool) (ledger.ClaimOutcome, error) {
 	var (
 		o   ledger.ClaimOutcome
 		err error
@@ -209,7 +209,7 @@ func (s *DB) claimByTokenBatched(ctx context.Context, hash []byte, req ledger.Cl
 	return ledger.ClaimOutcome{Link: l, Grant: g}, nil
 }
 
-// claimByTokenInTx is ClaimByToken as one ordinary transaction: the row,
+// claimByTokenInTx is LinkClaim as one ordinary transaction: the row,
 // then, when a GET claims it at once, Claim's decrement and grant (and
 // its webhook event).
 func (s *DB) claimByTokenInTx(ctx context.Context, hash []byte, req ledger.ClaimRequest, confirmed bool) (ledger.ClaimOutcome, error) {
@@ -234,7 +234,7 @@ func (s *DB) claimByTokenInTx(ctx context.Context, hash []byte, req ledger.Claim
 		claim := newGrant(req, s.now(), "")
 		switch err := s.claim(ctx, tx, claim); {
 		case errors.Is(err, errNoRow):
-			return nil // refused: ClaimByToken explains it from the row
+			return nil // refused: LinkClaim explains it from the row
 		case err != nil:
 			return err
 		}
@@ -310,10 +310,10 @@ func (s *DB) refusal(ctx context.Context, req ledger.ClaimRequest) error {
 	return ledger.Refused(r)
 }
 
-// Refund restores the allowance of a granted claim and marks its grant
+// GrantRefund restores the allowance of a granted claim and marks its grant
 // refunded, in one transaction; a second refund changes nothing.
 // Errors: ErrNotFound.
-func (s *DB) Refund(ctx context.Context, grantID string) error {
+func (s *DB) GrantRefund(ctx context.Context, grantID string) error {
 	now := s.t(s.now())
 	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE grants SET status = 'refunded', refunded_at = ?

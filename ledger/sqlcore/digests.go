@@ -15,9 +15,9 @@ import (
 
 var _ ledger.Digests = (*DB)(nil)
 
-// MissingDigests counts the stored versions without a SHA-256 and their
+// DigestCountMissing counts the stored versions without a SHA-256 and their
 // bytes. Errors: ErrUnavailable.
-func (s *DB) MissingDigests(ctx context.Context) (int, int64, error) {
+func (s *DB) DigestCountMissing(ctx context.Context) (int, int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var (
@@ -29,16 +29,16 @@ func (s *DB) MissingDigests(ctx context.Context) (int, int64, error) {
 	return n, bytes.Int64, s.classify(err)
 }
 
-// ObjectsWithoutDigest returns at most limit stored versions without a
+// ObjectListWithoutDigest returns at most limit stored versions without a
 // SHA-256 after the cursor (the hex version hash of the last one a call
 // returned), in version hash order. Errors: ErrInvalid, ErrUnavailable.
-func (s *DB) ObjectsWithoutDigest(ctx context.Context, after string, limit int) ([]ledger.StoredObject, string, error) {
+func (s *DB) ObjectListWithoutDigest(ctx context.Context, after string, limit int) ([]ledger.StoredObject, string, error) {
 	if limit < 1 {
 		return nil, "", fmt.Errorf("%w: limit must be at least 1", ledger.ErrInvalid)
 	}
 	from, err := hex.DecodeString(after)
 	if err != nil || (len(from) != 0 && len(from) != 32) {
-		return nil, "", fmt.Errorf("%w: not a cursor of ObjectsWithoutDigest", ledger.ErrInvalid)
+		return nil, "", fmt.Errorf("%w: not a cursor of ObjectListWithoutDigest", ledger.ErrInvalid)
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -69,11 +69,11 @@ WHERE version_hash > ? AND state = 'stored' AND sha256 IS NULL ORDER BY version_
 	return out, hex.EncodeToString(last), nil
 }
 
-// RecordDigest records sum on the version o names and on the links and
+// DigestRecord records sum on the version o names and on the links and
 // sessions that pin it with the same size and ETag, where none is
 // recorded yet. Errors: ErrInvalid, ErrNotFound, ErrConflict,
 // ErrUnavailable.
-func (s *DB) RecordDigest(ctx context.Context, o ledger.Object, sum string) error {
+func (s *DB) DigestRecord(ctx context.Context, o ledger.Object, sum string) error {
 	if !ledger.ValidSHA256(sum) {
 		return fmt.Errorf("%w: sha256 must be 64 lowercase hex digits", ledger.ErrInvalid)
 	}

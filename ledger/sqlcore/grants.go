@@ -11,10 +11,10 @@ import (
 	"github.com/dlgate/dlgate/ledger"
 )
 
-// Grants lists the link's grants newest first. The cursor is opaque to
+// GrantList lists the link's grants newest first. The cursor is opaque to
 // callers: the (created_at, id) of the last grant of the previous page.
 // Errors: ErrNotFound (unknown link), ErrInvalid (bad cursor).
-func (s *DB) Grants(ctx context.Context, linkID, cursor string, limit int) (ledger.Page, error) {
+func (s *DB) GrantList(ctx context.Context, linkID, cursor string, limit int) (ledger.Page, error) {
 	if limit < 1 || limit > 500 {
 		limit = 100
 	}

@@ -43,11 +43,11 @@ func scanLink(r rowScanner) (*ledger.Link, error) {
 	return &l, nil
 }
 
-// CreateLink inserts l. A link with the same idempotency key is returned
+// LinkCreate inserts l. A link with the same idempotency key is returned
 // instead (created=false) when it names the same object, allowance,
 // delivery and account; otherwise ErrConflict. A version the gateway
 // stored and is deleting cannot be pinned: ErrObjectDeleted.
-func (s *DB) CreateLink(ctx context.Context, l *ledger.Link) (*ledger.Link, bool, error) {
+func (s *DB) LinkCreate(ctx context.Context, l *ledger.Link) (*ledger.Link, bool, error) {
 	if err := l.Validate(); err != nil {
 		return nil, false, err
 	}
@@ -107,8 +107,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?)`
 	return prev, false, nil
 }
 
-// LinkByTokenHash returns the link whatever its state. Errors: ErrNotFound.
-func (s *DB) LinkByTokenHash(ctx context.Context, hash []byte) (*ledger.Link, error) {
+// LinkGetByTokenHash returns the link whatever its state. Errors: ErrNotFound.
+func (s *DB) LinkGetByTokenHash(ctx context.Context, hash []byte) (*ledger.Link, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var now timeCol
@@ -126,9 +126,9 @@ func (s *DB) linkByID(ctx context.Context, q interface {
 	return scanLink(q.QueryRowContext(ctx, `SELECT `+linkColumns+` FROM links WHERE id = ?`, id))
 }
 
-// Link returns the link with its grant counts and live sessions.
+// LinkGet returns the link with its grant counts and live sessions.
 // Errors: ErrNotFound.
-func (s *DB) Link(ctx context.Context, id string) (*ledger.LinkStatus, error) {
+func (s *DB) LinkGet(ctx context.Context, id string) (*ledger.LinkStatus, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	l, err := s.linkByID(ctx, s.db, id)
@@ -163,9 +163,9 @@ WHERE link_id = ? AND revoked_at IS NULL AND ended_at IS NULL AND expires_at > {
 	return st, nil
 }
 
-// RevokeLink revokes the link and, in the same transaction, its sessions.
+// LinkRevoke revokes the link and, in the same transaction, its sessions.
 // Revoking twice keeps the first time. Errors: ErrNotFound.
-func (s *DB) RevokeLink(ctx context.Context, id string) error {
+func (s *DB) LinkRevoke(ctx context.Context, id string) error {
 	now := s.t(s.now())
 	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE links SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, now, id)

@@ -10,13 +10,13 @@ import (
 	"github.com/dlgate/dlgate/ledger"
 )
 
-// ListLinks returns one page of links, newest first, with their counts.
+// LinkList returns one page of links, newest first, with their counts.
 // Each filter has an index that continues in (created_at, id) order
 // (migrations 00003), so the page is one index range scan stopped by the
 // LIMIT, plus a primary key lookup per link; the counts of the whole page
 // come from one more statement.
 // Errors: ErrInvalid (bad cursor, limit or state), ErrUnavailable.
-func (s *DB) ListLinks(ctx context.Context, q ledger.ListQuery) (ledger.LinkPage, error) {
+func (s *DB) LinkList(ctx context.Context, q ledger.ListQuery) (ledger.LinkPage, error) {
 	limit := q.Limit
 	switch {
 	case limit == 0:

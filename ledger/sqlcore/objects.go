@@ -58,12 +58,12 @@ func scanObject(r rowScanner) (*objectRow, error) {
 	return &o, nil
 }
 
-// RecordObject records a version the gateway stored, as stored, with the
+// ObjectRecord records a version the gateway stored, as stored, with the
 // SHA-256 its upload computed. A version recorded before (version "null"
 // of a bucket without versioning, written again) starts over with o's
 // size, ETag and digest, whatever its state was. Errors: ErrInvalid,
 // ErrUnavailable.
-func (s *DB) RecordObject(ctx context.Context, o ledger.Object) error {
+func (s *DB) ObjectRecord(ctx context.Context, o ledger.Object) error {
 	if o.Key == "" || o.VersionID == "" || o.Size < 0 || len(o.Bucket) > 255 || len(o.ETag) > 255 || len(o.ContentType) > 255 {
 		return fmt.Errorf("%w: an object version needs a key, a version id and a size", ledger.ErrInvalid)
 	}
@@ -74,7 +74,7 @@ func (s *DB) RecordObject(ctx context.Context, o ledger.Object) error {
 	h := versionHash(o)
 	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		// check_at = stored_at: retention looks at a new version at once
-		// and then schedules it (see ClaimDeletions).
+		// and then schedules it (see DeletionClaim).
 		_, err := tx.ExecContext(ctx, `INSERT INTO objects (version_hash, bucket, object_key, version_id, size, etag,
   content_type, stored_at, state, check_at, sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'stored', ?, ?)`,
 			h, o.Bucket, o.Key, o.VersionID, o.Size, o.ETag, o.ContentType, now, now, orNull(o.SHA256))
@@ -88,9 +88,9 @@ WHERE version_hash = ?`, o.Size, o.ETag, o.ContentType, now, now, orNull(o.SHA25
 	})
 }
 
-// StoredObject returns the record of a version the gateway stored.
+// ObjectGet returns the record of a version the gateway stored.
 // Errors: ErrNotFound, ErrUnavailable.
-func (s *DB) StoredObject(ctx context.Context, bucket, key, versionID string) (*ledger.StoredObject, error) {
+func (s *DB) ObjectGet(ctx context.Context, bucket, key, versionID string) (*ledger.StoredObject, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	o, err := scanObject(s.db.QueryRowContext(ctx, `SELECT `+objectColumns+` FROM objects WHERE version_hash = ?`,
@@ -141,15 +141,15 @@ func (s *DB) pinStored(ctx context.Context, tx *sql.Tx, o ledger.Object, now any
 	return "", fmt.Errorf("%w: %s@%s is %s", ledger.ErrObjectDeleted, o.Key, o.VersionID, state)
 }
 
-// BeginDeletion marks a version the gateway stored deleting when nothing
+// DeletionBegin marks a version the gateway stored deleting when nothing
 // live pins it, in one transaction that first locks the version's row and
 // its links, and hands it out for ledger.DeletionLease. With force, the
 // links that are live or have a live session are revoked first, each by
-// RevokeLink (which ends its sessions); a link created meanwhile still
+// LinkRevoke (which ends its sessions); a link created meanwhile still
 // pins, so the check is made again, a few times. A version already
 // deleting is handed out again at once. Errors: ErrNotFound, ErrPinned,
 // ErrUnavailable.
-func (s *DB) BeginDeletion(ctx context.Context, bucket, key, versionID string, force bool) (*ledger.Deletion, error) {
+func (s *DB) DeletionBegin(ctx context.Context, bucket, key, versionID string, force bool) (*ledger.Deletion, error) {
 	o := ledger.Object{Bucket: bucket, Key: key, VersionID: versionID}
 	for attempt := 1; ; attempt++ {
 		if force {
@@ -158,7 +158,7 @@ func (s *DB) BeginDeletion(ctx context.Context, bucket, key, versionID string, f
 				return nil, err
 			}
 			for _, id := range ids {
-				if err := s.RevokeLink(ctx, id); err != nil && !errors.Is(err, ledger.ErrNotFound) {
+				if err := s.LinkRevoke(ctx, id); err != nil && !errors.Is(err, ledger.ErrNotFound) {
 					return nil, err
 				}
 			}
@@ -236,12 +236,12 @@ WHERE object_key = ? AND bucket = ? AND version_id = ? AND revoked_at IS NULL
 	return ids, s.classify(rows.Err())
 }
 
-// FinishDeletion records the store's answer for d. Only a row still
+// DeletionFinish records the store's answer for d. Only a row still
 // deleting changes, so a late report from a caller whose lease lapsed
 // cannot undo another's; the deletion that makes the tombstone writes the
 // object.deleted webhook event in its transaction. Errors: ErrNotFound,
 // ErrUnavailable.
-func (s *DB) FinishDeletion(ctx context.Context, d ledger.Deletion, failure error) error {
+func (s *DB) DeletionFinish(ctx context.Context, d ledger.Deletion, failure error) error {
 	h := versionHash(d.Object)
 	now := s.now()
 	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {

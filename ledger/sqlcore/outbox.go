@@ -211,13 +211,13 @@ func (s *DB) outboxTx(ctx context.Context, fn func(ctx context.Context, tx *sql.
 	return s.classify(err)
 }
 
-// ClaimEvents leases up to limit due events to holder until now+lease:
+// EventClaim leases up to limit due events to holder until now+lease:
 // it picks candidates, then leases those still due in one conditional
 // UPDATE that stamps them with a lease id of this call, and returns the
 // events that carry it. An event another deliverer leased first is due
 // no more and is left out, whether or not the engine honours SKIP LOCKED
 // (see sweep.go). Errors: ErrUnavailable.
-func (s *DB) ClaimEvents(ctx context.Context, holder string, limit int, lease time.Duration) ([]ledger.OutboxEvent, error) {
+func (s *DB) EventClaim(ctx context.Context, holder string, limit int, lease time.Duration) ([]ledger.OutboxEvent, error) {
 	if limit < 1 || holder == "" || lease <= 0 {
 		return nil, fmt.Errorf("%w: a holder, a limit ≥ 1 and a lease are required", ledger.ErrInvalid)
 	}
@@ -279,7 +279,7 @@ WHERE seq IN `+in+` AND status = 'pending' AND next_attempt_at <= {now}`), appen
 	return out, nil
 }
 
-// dueEvents reads at most limit candidates (dueSQL) for ClaimEvents.
+// dueEvents reads at most limit candidates (dueSQL) for EventClaim.
 func (s *DB) dueEvents(ctx context.Context, tx *sql.Tx, limit int) ([]ledger.OutboxEvent, error) {
 	rows, err := tx.QueryContext(ctx, s.q(dueSQL)+s.d.skipLocked(), s.dbNow(), limit)
 	if err != nil {
@@ -302,9 +302,9 @@ func (s *DB) dueEvents(ctx context.Context, tx *sql.Tx, limit int) ([]ledger.Out
 	return out, rows.Err()
 }
 
-// EventDelivered marks the event delivered. Errors: ErrNotFound when
+// EventMarkDelivered marks the event delivered. Errors: ErrNotFound when
 // holder lost its lease to another deliverer.
-func (s *DB) EventDelivered(ctx context.Context, seq int64, holder string) error {
+func (s *DB) EventMarkDelivered(ctx context.Context, seq int64, holder string) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	res, err := s.exec(ctx, `UPDATE webhook_outbox
@@ -313,9 +313,9 @@ WHERE seq = ? AND claimed_by = ? AND status = 'pending'`, s.t(s.now()), seq, hol
 	return lostLease(res, err)
 }
 
-// EventFailed records a failed attempt; the event is due again after
+// EventMarkFailed records a failed attempt; the event is due again after
 // retryIn. Errors: ErrNotFound when holder lost its lease.
-func (s *DB) EventFailed(ctx context.Context, seq int64, holder, reason string, retryIn time.Duration) error {
+func (s *DB) EventMarkFailed(ctx context.Context, seq int64, holder, reason string, retryIn time.Duration) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	if len(reason) > 1024 {
@@ -342,19 +342,19 @@ func lostLease(res sql.Result, err error) error {
 	return nil
 }
 
-// ExpireEvents marks dead up to limit pending events created maxAge or
+// EventExpire marks dead up to limit pending events created maxAge or
 // longer ago (by the database's clock) that are not being delivered: never
 // claimed, waiting for a retry, or with a lapsed lease.
-func (s *DB) ExpireEvents(ctx context.Context, maxAge time.Duration, limit int) (int, error) {
+func (s *DB) EventExpire(ctx context.Context, maxAge time.Duration, limit int) (int, error) {
 	return s.finishBatch(ctx,
 		`status = 'pending' AND created_at <= {now+} AND (claimed_by IS NULL OR next_attempt_at <= {now})`,
 		[]any{s.dbNow(), -maxAge.Microseconds(), s.dbNow()}, max(limit, 1),
 		`UPDATE webhook_outbox SET status = 'dead', finished_at = ?, claimed_by = NULL`, s.t(s.now()))
 }
 
-// PurgeEvents deletes up to limit delivered or dead events created keep
+// EventPurge deletes up to limit delivered or dead events created keep
 // or longer ago.
-func (s *DB) PurgeEvents(ctx context.Context, keep time.Duration, limit int) (int, error) {
+func (s *DB) EventPurge(ctx context.Context, keep time.Duration, limit int) (int, error) {
 	return s.finishBatch(ctx, `status IN ('delivered', 'dead') AND created_at <= {now+}`,
 		[]any{s.dbNow(), -keep.Microseconds()}, max(limit, 1), `DELETE FROM webhook_outbox`)
 }

@@ -179,14 +179,14 @@ func (s *DB) decide(ctx context.Context, tx *sql.Tx, row *objectRow, p pinState,
 	return err
 }
 
-// ClaimDeletions hands out at most limit deletions: first the decided
+// DeletionClaim hands out at most limit deletions: first the decided
 // ones that are due again (a failed attempt's backoff is over, or the
 // lease of a holder that never reported lapsed), then versions whose
 // retention is due. A stored version that is not due yet is looked at
 // again when it may first be: freeSince + retention when nothing pins it,
 // now + retention when something does (nothing live dies before now).
 // Errors: ErrInvalid, ErrUnavailable.
-func (s *DB) ClaimDeletions(ctx context.Context, retention time.Duration, limit int) ([]ledger.Deletion, error) {
+func (s *DB) DeletionClaim(ctx context.Context, retention time.Duration, limit int) ([]ledger.Deletion, error) {
 	if retention < 0 || limit < 1 {
 		return nil, fmt.Errorf("%w: retention must not be negative and limit must be at least 1", ledger.ErrInvalid)
 	}
@@ -326,7 +326,7 @@ type deadLink struct {
 	died time.Time
 }
 
-// PurgeLinks deletes at most limit links dead for retention and the rows
+// LinkPurge deletes at most limit links dead for retention and the rows
 // that hang off them, then at most limit tombstones as old. A link counts
 // from its revocation or expiry, whichever came first, and waits for the
 // last of its sessions to be dead as long; one that is only exhausted
@@ -334,7 +334,7 @@ type deadLink struct {
 // When a purged link pinned a version the gateway stored, that version's
 // released_at keeps the link's death, so retention still counts from it.
 // Errors: ErrInvalid, ErrUnavailable.
-func (s *DB) PurgeLinks(ctx context.Context, retention time.Duration, limit int) (ledger.PurgeResult, error) {
+func (s *DB) LinkPurge(ctx context.Context, retention time.Duration, limit int) (ledger.PurgeResult, error) {
 	if retention < 0 || limit < 1 {
 		return ledger.PurgeResult{}, fmt.Errorf("%w: retention must not be negative and limit must be at least 1", ledger.ErrInvalid)
 	}

@@ -41,13 +41,13 @@ func scanSession(r rowScanner) (*ledger.Session, error) {
 	return &x, nil
 }
 
-// MintSession claims one allowance and creates the session, its grant and
+// SessionMint claims one allowance and creates the session, its grant and
 // its slot rows in one transaction. With an idempotency key, the key's row
 // is inserted first: a concurrent duplicate blocks on it inside the
 // database until the first transaction ends, then either sees the
 // committed session (and returns it, created=false) or, when the first
 // rolled back, does the work itself. Errors as Claim; ErrInvalid.
-func (s *DB) MintSession(ctx context.Context, req ledger.MintRequest) (*ledger.Session, bool, error) {
+func (s *DB) SessionMint(ctx context.Context, req ledger.MintRequest) (*ledger.Session, bool, error) {
 	if req.SessionID == "" || len(req.TokenHash) != 32 || req.ByteBudget < 1 || req.MaxConcurrency < 1 || req.MaxConcurrency > 64 || req.ExpiresAt.IsZero() {
 		return nil, false, fmt.Errorf("%w: session id, token hash, budget ≥ 1, 1..64 slots and expiry are required", ledger.ErrInvalid)
 	}
@@ -142,7 +142,7 @@ SELECT ?, ?, id, ?, account_id, bucket, object_key, version_id, size, etag, cont
 		})
 		switch {
 		case err == nil:
-			x, err := s.Session(ctx, req.SessionID)
+			x, err := s.SessionGet(ctx, req.SessionID)
 			return x, true, err
 		case errors.Is(err, errNoRow):
 			return nil, false, s.refusal(ctx, req.Claim)
@@ -261,9 +261,9 @@ ORDER BY `+order.String()+`k.created_at DESC, k.session_id DESC LIMIT 1`), query
 	return x, "", now.T, nil
 }
 
-// AffinitySession returns the client's usable affinity session of the
+// SessionGetByAffinity returns the client's usable affinity session of the
 // link. Errors: ErrNotFound, ErrInvalid, ErrUnavailable.
-func (s *DB) AffinitySession(ctx context.Context, linkID, account string, keys []string) (*ledger.Session, error) {
+func (s *DB) SessionGetByAffinity(ctx context.Context, linkID, account string, keys []string) (*ledger.Session, error) {
 	if err := validAffinityKeys(keys); err != nil {
 		return nil, err
 	}
@@ -277,18 +277,18 @@ func (s *DB) AffinitySession(ctx context.Context, linkID, account string, keys [
 	return x, nil
 }
 
-// NoteAffinityReuse counts one request that session affinity sent to the
+// SessionNoteAffinityReuse counts one request that session affinity sent to the
 // session instead of claiming. Errors: ErrUnavailable.
-func (s *DB) NoteAffinityReuse(ctx context.Context, sessionID string) error {
+func (s *DB) SessionNoteAffinityReuse(ctx context.Context, sessionID string) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	_, err := s.exec(ctx, `UPDATE sessions SET affinity_reuses = affinity_reuses + 1 WHERE id = ?`, sessionID)
 	return err
 }
 
-// SessionByTokenHash returns the session and its link's revocation time.
+// SessionGetByTokenHash returns the session and its link's revocation time.
 // Errors: ErrNotFound.
-func (s *DB) SessionByTokenHash(ctx context.Context, hash []byte) (*ledger.Session, error) {
+func (s *DB) SessionGetByTokenHash(ctx context.Context, hash []byte) (*ledger.Session, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var now timeCol
@@ -300,17 +300,17 @@ func (s *DB) SessionByTokenHash(ctx context.Context, hash []byte) (*ledger.Sessi
 	return x, s.classify(err)
 }
 
-// Session returns the session by id. Errors: ErrNotFound.
-func (s *DB) Session(ctx context.Context, id string) (*ledger.Session, error) {
+// SessionGet returns the session by id. Errors: ErrNotFound.
+func (s *DB) SessionGet(ctx context.Context, id string) (*ledger.Session, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	x, err := scanSession(s.db.QueryRowContext(ctx, `SELECT `+sessionColumns+sessionFrom+` WHERE s.id = ?`, id))
 	return x, s.classify(err)
 }
 
-// RevokeSession revokes the session; revoking twice keeps the first time.
+// SessionRevoke revokes the session; revoking twice keeps the first time.
 // Errors: ErrNotFound.
-func (s *DB) RevokeSession(ctx context.Context, id string) error {
+func (s *DB) SessionRevoke(ctx context.Context, id string) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	res, err := s.exec(ctx, `UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, s.t(s.now()), id)
@@ -320,7 +320,7 @@ func (s *DB) RevokeSession(ctx context.Context, id string) error {
 	if n, err := affected(res); err != nil {
 		return s.classify(err)
 	} else if n == 0 {
-		_, err := s.Session(ctx, id)
+		_, err := s.SessionGet(ctx, id)
 		return err
 	}
 	return nil

@@ -7,12 +7,12 @@ import (
 	"github.com/dlgate/dlgate/ledger"
 )
 
-// AcquireSlot leases one free or lapsed slot row of the session to holder
+// SlotAcquire leases one free or lapsed slot row of the session to holder
 // with one UPDATE. A slot whose holder crashed is reusable as soon as its
 // lease lapses. Both "lapsed" and the new lease are reckoned by the
 // database's clock, so a process whose clock runs ahead cannot take a
 // slot another process still holds. Errors: ErrNoSlot.
-func (s *DB) AcquireSlot(ctx context.Context, sessionID, holder string, lease time.Duration) error {
+func (s *DB) SlotAcquire(ctx context.Context, sessionID, holder string, lease time.Duration) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	now := s.dbNow()
@@ -28,10 +28,10 @@ func (s *DB) AcquireSlot(ctx context.Context, sessionID, holder string, lease ti
 	return nil
 }
 
-// RenewSlot extends holder's lease to lease past the database's now.
+// SlotRenew extends holder's lease to lease past the database's now.
 // Errors: ErrNotFound when the lease lapsed and was taken by someone else
 // (or swept).
-func (s *DB) RenewSlot(ctx context.Context, sessionID, holder string, lease time.Duration) error {
+func (s *DB) SlotRenew(ctx context.Context, sessionID, holder string, lease time.Duration) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	res, err := s.exec(ctx, s.q(`UPDATE session_slots SET lease_until = {now+} WHERE session_id = ? AND holder = ?`),
@@ -47,8 +47,8 @@ func (s *DB) RenewSlot(ctx context.Context, sessionID, holder string, lease time
 	return nil
 }
 
-// ReleaseSlot frees holder's slot at once; a lost lease is a no-op.
-func (s *DB) ReleaseSlot(ctx context.Context, sessionID, holder string) error {
+// SlotRelease frees holder's slot at once; a lost lease is a no-op.
+func (s *DB) SlotRelease(ctx context.Context, sessionID, holder string) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	_, err := s.exec(ctx, `UPDATE session_slots SET holder = NULL, lease_until = ? WHERE session_id = ? AND holder = ?`,

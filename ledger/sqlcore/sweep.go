@@ -21,12 +21,12 @@ import (
 // honours it (Dialect.SkipLocked), only makes candidate reads of
 // concurrent takers mostly disjoint; nothing rests on it.
 
-// Sweep ends a bounded batch of expired or revoked sessions (and deletes
+// SessionSweep ends a bounded batch of expired or revoked sessions (and deletes
 // their slot rows), then clears a bounded batch of lapsed leases. However
 // many sweepers run at once, in any number of processes, each session is
 // ended once and counted once: the UPDATE that ends it is conditional on
 // ended_at IS NULL.
-func (s *DB) Sweep(ctx context.Context, limit int) (ledger.SweepResult, error) {
+func (s *DB) SessionSweep(ctx context.Context, limit int) (ledger.SweepResult, error) {
 	if limit < 1 {
 		limit = 100
 	}

@@ -155,8 +155,8 @@ func TestHungStatementIsUnavailableWithinTheTimeout(t *testing.T) {
 		"Claim": func() error { _, err := db.Claim(context.Background(), claimReq); return err },
 		// A slot call on the request path, detached from the client as
 		// the gateway's release is: the ledger's own deadline still ends it.
-		"AcquireSlot": func() error { return db.AcquireSlot(context.Background(), "s", "h", time.Minute) },
-		"ReleaseSlot": func() error { return db.ReleaseSlot(context.WithoutCancel(context.Background()), "s", "h") },
+		"SlotAcquire": func() error { return db.SlotAcquire(context.Background(), "s", "h", time.Minute) },
+		"SlotRelease": func() error { return db.SlotRelease(context.WithoutCancel(context.Background()), "s", "h") },
 	} {
 		start := time.Now()
 		err := call()
