@@ -64,7 +64,7 @@ func (f *fakeOutbox) EventMarkFailed(_ context.Context, seq int64, _, reason str
 
 func (f *fakeOutbox) EventExpire(context.Context, time.Duration, int) (int, error) { return 0, nil }
 func (f *fakeOutbox) EventPurge(context.Context, time.Duration, int) (int, error)  { return 0, nil }
-func (f *fakeOutbox) OutboxAge(context.Context) (time.Duration, error)              { return 0, nil }
+func (f *fakeOutbox) OutboxAge(context.Context) (time.Duration, error)             { return 0, nil }
 
 func testEvent() ledger.OutboxEvent {
 	return ledger.OutboxEvent{Seq: 7, ID: "0190a5e4-1c2b-7d3e-8f40-123456789abc", Type: ledger.EventGrantCreated,

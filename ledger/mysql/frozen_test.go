@@ -56,11 +56,11 @@ func TestFrozenServerFailsEveryCallWithinTheTimeout(t *testing.T) {
 			return err
 		},
 		"SessionGetByTokenHash": func(ctx context.Context) error { _, err := db.SessionGetByTokenHash(ctx, x.TokenHash); return err },
-		"SlotAcquire":        func(ctx context.Context) error { return db.SlotAcquire(ctx, x.ID, "h", time.Minute) },
-		"BudgetDraw":          func(ctx context.Context) error { _, err := db.BudgetDraw(ctx, x.ID, 10); return err },
-		"BudgetReturn":        func(ctx context.Context) error { return db.BudgetReturn(ctx, x.ID, 10) },
-		"SlotRelease":        func(ctx context.Context) error { return db.SlotRelease(ctx, x.ID, "h") },
-		"Ping":               func(ctx context.Context) error { return db.Ping(ctx) },
+		"SlotAcquire":           func(ctx context.Context) error { return db.SlotAcquire(ctx, x.ID, "h", time.Minute) },
+		"BudgetDraw":            func(ctx context.Context) error { _, err := db.BudgetDraw(ctx, x.ID, 10); return err },
+		"BudgetReturn":          func(ctx context.Context) error { return db.BudgetReturn(ctx, x.ID, 10) },
+		"SlotRelease":           func(ctx context.Context) error { return db.SlotRelease(ctx, x.ID, "h") },
+		"Ping":                  func(ctx context.Context) error { return db.Ping(ctx) },
 	}
 	server.Freeze(t)
 	var wg sync.WaitGroup
