@@ -33,7 +33,9 @@ type Event struct {
 }
 
 // EventData is what an event says. Which fields an event's JSON carries
-// is decided by its type (eventFields), not by which are empty.
+// is decided by its type (eventFields), not by which are empty; an event
+// of a type eventFields does not know carries the fields that have a
+// value (the omitempty tags).
 type EventData struct {
 	LinkID    string `json:"link_id,omitempty"`
 	GrantID   string `json:"grant_id,omitempty"`
@@ -106,11 +108,8 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	type plain Event // without this method
 	fields, ok := eventFields[e.Type]
 	if !ok {
-		type loose struct {
-			plain
-			Data looseData `json:"data"`
-		}
-		return json.Marshal(loose{plain: plain(e), Data: looseData(e.Data)})
+		// EventData's own tags leave every empty field out.
+		return json.Marshal(plain(e))
 	}
 	data := []byte{'{'}
 	for i, name := range fields {
@@ -181,26 +180,6 @@ func orNull(s string) *string {
 		return nil
 	}
 	return &s
-}
-
-// looseData is EventData with every empty field left out, for events of
-// a type eventFields does not know.
-type looseData struct {
-	LinkID         string       `json:"link_id,omitempty"`
-	GrantID        string       `json:"grant_id,omitempty"`
-	SessionID      string       `json:"session_id,omitempty"`
-	AccountID      string       `json:"account_id,omitempty"`
-	Client         string       `json:"client,omitempty"`
-	Kind           string       `json:"kind,omitempty"`
-	Downloads      *int         `json:"downloads,omitempty"`
-	Remaining      *int         `json:"remaining,omitempty"`
-	Delivery       string       `json:"delivery,omitempty"`
-	Filename       string       `json:"filename,omitempty"`
-	ExpiresAt      *time.Time   `json:"expires_at,omitempty"`
-	ByteBudget     int64        `json:"byte_budget,omitempty"`
-	MaxConcurrency int          `json:"max_concurrency,omitempty"`
-	Object         *EventObject `json:"object,omitempty"`
-	SHA256         string       `json:"sha256,omitempty"`
 }
 
 // OutboxEvent is an event as the outbox hands it to a deliverer.
