@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dunglas/httpsfv"
 
@@ -178,7 +180,7 @@ func TestTheCheckOfAWholeFileHoldsBackOnlyItsLastBytes(t *testing.T) {
 	}
 }
 
-func TestClosingACheckedFileEarlyStopsItsHash(t *testing.T) {
+func TestClosingTheLastDownloadOfACheckStopsItsHash(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "big.data")
 	if err := os.WriteFile(path, make([]byte, 64<<20), 0o444); err != nil {
 		t.Fatal(err)
@@ -193,11 +195,125 @@ func TestClosingACheckedFileEarlyStopsItsHash(t *testing.T) {
 	if err := c.next(1 << 20); err != nil {
 		t.Fatal(err)
 	}
-	c.Close() // returns once the hash has stopped: it must not read a closed file
+	c.Close()
 	select {
-	case <-c.done:
-	default:
-		t.Fatal("Close returned while the hash still ran")
+	case <-c.check.ready:
+	case <-time.After(30 * time.Second): // a hang guard, not a timing
+		t.Fatal("the hash went on after its only download closed")
+	}
+	if !errors.Is(c.check.err, errUnchecked) {
+		t.Errorf("a stopped check ended with %v, want errUnchecked", c.check.err)
+	}
+	// A later download of the file starts a check of its own.
+	f2, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2 := s.checkWhole(t.Context(), fileBody{f2}, o, nil).(*checkedFile)
+	defer c2.Close()
+	if c2.check == c.check {
+		t.Error("a download after the check stopped joined the stopped check")
+	}
+}
+
+// openChecked opens path as the fs store would and returns checkWhole's body.
+func openChecked(t *testing.T, s *Server, path string, o ledger.Object) *checkedFile {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := s.checkWhole(t.Context(), fileBody{f}, o, nil).(*checkedFile)
+	if !ok {
+		t.Fatal("checkWhole did not check a whole download")
+	}
+	return c
+}
+
+func TestConcurrentDownloadsOfOneFileShareOneCheck(t *testing.T) {
+	for _, damaged := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Intact", true: "Damaged"}[damaged], func(t *testing.T) {
+			data := bytes.Repeat([]byte("shared check "), 1<<18)
+			sum := sha256.Sum256(data)
+			if damaged {
+				data[len(data)/2] ^= 1
+			}
+			path := filepath.Join(t.TempDir(), "v.data")
+			if err := os.WriteFile(path, data, 0o444); err != nil {
+				t.Fatal(err)
+			}
+			var logs bytes.Buffer
+			s := &Server{log: slog.New(slog.NewTextHandler(&logs, nil))}
+			o := ledger.Object{Key: "k", VersionID: "v1", Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
+			const n = 20
+			cs := make([]*checkedFile, n)
+			for i := range cs {
+				cs[i] = openChecked(t, s, path, o)
+			}
+			for _, c := range cs[1:] {
+				if c.check != cs[0].check {
+					t.Fatal("two downloads of one file that run at once have checks of their own")
+				}
+			}
+			errs := make(chan error, n)
+			for _, c := range cs {
+				go func() {
+					_, err := io.Copy(io.Discard, struct{ io.Reader }{c})
+					errs <- err
+				}()
+			}
+			for range n {
+				err := <-errs
+				if damaged != errors.Is(err, errDigestMismatch) || !damaged && err != nil {
+					t.Errorf("a download of the %s file ended with %v", map[bool]string{false: "intact", true: "damaged"}[damaged], err)
+				}
+			}
+			for _, c := range cs {
+				c.Close()
+			}
+			if got := s.verifier.hashes.Load(); got != 1 {
+				t.Errorf("%d downloads at once hashed the file %d times, want once", n, got)
+			}
+			if damaged && strings.Count(logs.String(), "level=ERROR") != n {
+				t.Errorf("want one error line per cut download, got:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+func TestChecksOfManyFilesHashAtMostHalfTheProcessorsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	s := &Server{log: slog.New(slog.DiscardHandler)}
+	const files = 8
+	data := make([]byte, 8<<20)
+	sum := sha256.Sum256(data)
+	o := ledger.Object{Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
+	var cs []*checkedFile
+	for i := range files {
+		path := filepath.Join(dir, strconv.Itoa(i))
+		if err := os.WriteFile(path, data, 0o444); err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, openChecked(t, s, path, o))
+	}
+	done := make(chan error, files)
+	for _, c := range cs {
+		go func() {
+			_, err := io.Copy(io.Discard, struct{ io.Reader }{c})
+			c.Close()
+			done <- err
+		}()
+	}
+	for range files {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if peak, limit := s.verifier.peak.Load(), int64(hashSlots()); peak > limit || peak < 1 {
+		t.Errorf("%d checks hashed at once at the peak, want 1 to %d", peak, limit)
+	}
+	if got := s.verifier.hashes.Load(); got != files {
+		t.Errorf("%d files were hashed %d times, want once each", files, got)
 	}
 }
 

@@ -171,6 +171,9 @@ func (s *Server) claimLink(w http.ResponseWriter, r *http.Request, tok string, c
 	s.links.put(hash, o.Link)
 	switch {
 	case err != nil: // the claim's outcome is unknown
+		if o.Grant != nil {
+			s.settleUnknown(r.Context(), o.Grant, []any{"link_id", o.Link.ID})
+		}
 		s.claimed(w, r, o.Link, o.Grant, err)
 	case o.Grant != nil:
 		s.claimed(w, r, o.Link, o.Grant, nil)

@@ -146,9 +146,9 @@ type Server struct {
 		ledger.Sweeper
 		ledger.Health
 	}
-	// verified are the stored files whose whole bytes were checked
-	// against their SHA-256 (verified.go).
-	verified verifiedFiles
+	// verifier checks whole downloads from local files against their
+	// SHA-256, one check per file at a time (verify.go).
+	verifier verifier
 }
 
 // Drain marks the server as shutting down: /readyz answers 503 so load
