@@ -17,7 +17,7 @@ import (
 func (s *Server) wrap(public bool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		info := &httpx.Info{ID: httpx.NewRequestID(), Route: "unknown", Public: public}
+		info := &httpx.Info{ID: httpx.NewRequestID(), Route: "unknown", Public: public, HTML: public && httpx.WantsHTML(r)}
 		// One wait for the database per request (ledger.Wait): however
 		// many ledger calls it makes, together they wait at most
 		// GATEWAY_DB_TIMEOUT.

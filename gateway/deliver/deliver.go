@@ -302,11 +302,7 @@ func (p *Pipeline) headers(w http.ResponseWriter, r *http.Request, o Object) {
 	if !v.LastModified.IsZero() {
 		h.Set("Last-Modified", v.LastModified.UTC().Format(http.TimeFormat))
 	}
-	name := o.Filename
-	if name == "" {
-		name = v.Key
-	}
-	h.Set("Content-Disposition", httpx.ContentDisposition(name))
+	h.Set("Content-Disposition", httpx.ContentDisposition(httpx.FileName(o.Filename, v.Key)))
 	httpx.SetDigests(h, r, v.SHA256)
 	if o.Ranges {
 		h.Set("Accept-Ranges", "bytes")

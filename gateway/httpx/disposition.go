@@ -66,15 +66,18 @@ func CleanFilename(name string) string {
 	return name
 }
 
-// URLName is the last segment of a named URL (SPEC §3): the cleaned file
-// name, or the key's when there is none, escaped as one path segment. The
-// gateway ignores it when serving.
-func URLName(filename, key string) string {
+// FileName is the name an object version is sent and shown as: the
+// link's file name, or its key's when it has none, cleaned.
+func FileName(filename, key string) string {
 	if filename == "" {
 		filename = key
 	}
-	return url.PathEscape(CleanFilename(filename))
+	return CleanFilename(filename)
 }
+
+// URLName is the last segment of a named URL (SPEC §3): FileName escaped
+// as one path segment. The gateway ignores it when serving.
+func URLName(filename, key string) string { return url.PathEscape(FileName(filename, key)) }
 
 func pctEncode(s string) string {
 	const hex = "0123456789ABCDEF"

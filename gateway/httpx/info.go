@@ -22,6 +22,10 @@ type Info struct {
 	ID     string // the request id (X-Request-Id)
 	Route  string // the route label of logs and metrics, once routed
 	Public bool   // on the public listener
+	// HTML: the request is a person's browser navigating (WantsHTML),
+	// whose error answers are pages (SPEC §3); decided once, by the
+	// public listener's wrapper.
+	HTML bool
 	// Client is the client address once the caller was authenticated
 	// (trusted proxies applied, SPEC §8).
 	Client string

@@ -162,13 +162,16 @@ func Write(w http.ResponseWriter, r *http.Request, p Problem, detail string) {
 		}
 		h.Del(k)
 	}
-	if info := httpx.InfoOf(r); info != nil && info.Public && httpx.WantsHTML(r) {
-		pages.WriteError(w, r, pages.Error{Status: p.Status, Title: p.Title, Message: p.Help,
-			Type: Base + p.Type, RequestID: httpx.RequestID(r)})
-		return
+	var id string
+	if info := httpx.InfoOf(r); info != nil {
+		id = info.ID
+		if info.Public && info.HTML {
+			pages.WriteError(w, r, pages.Error{Status: p.Status, Title: p.Title, Message: p.Help, Type: Base + p.Type, RequestID: id})
+			return
+		}
 	}
 	h.Set("Content-Type", "application/problem+json")
-	body := problemJSON(problemBody{Type: Base + p.Type, Title: p.Title, Status: p.Status, Detail: detail, RequestID: httpx.RequestID(r)})
+	body := problemJSON(problemBody{Type: Base + p.Type, Title: p.Title, Status: p.Status, Detail: detail, RequestID: id})
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(p.Status)
 	if r.Method != http.MethodHead {

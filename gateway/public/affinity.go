@@ -4,13 +4,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"net/http"
-	"strings"
-
-	"github.com/gorilla/mux"
 
 	"github.com/dlgate/dlgate/auth"
-	"github.com/dlgate/dlgate/gateway/httpx"
 	"github.com/dlgate/dlgate/ledger"
 )
 
@@ -57,30 +54,47 @@ type affinity struct {
 
 // affinityOf says whether and as whom c's requests on l go to c's session
 // of it, under the gateway's GATEWAY_SESSION_AFFINITY.
-func (h *Handler) affinityOf(r *http.Request, l *ledger.Link, c auth.Caller) affinity {
+func (h *Handler) affinityOf(c *call, l *ledger.Link) affinity {
 	if l.Delivery != ledger.DeliverySession || h.Affinity == AffinityOff {
 		return affinity{}
 	}
 	if l.AccountID != "" {
 		// An account-bound link has one client per account, whatever
 		// its cookies or address.
-		return affinity{on: c.Account == l.AccountID}
+		return affinity{on: c.caller.Account == l.AccountID}
 	}
 	if h.Affinity != AffinityClient {
 		return affinity{}
 	}
 	a := affinity{on: true}
-	addr := addressKey(r, c)
-	if id, ok := cookieID(r); ok {
-		a.cookie = id
-		a.keys = []string{"c:" + id, addr}
+	if c.cookie != "" {
+		a.cookie = c.cookie
+		a.keys = []string{"c:" + c.cookie, c.address}
 		a.lookup = a.keys
 		return a
 	}
 	a.cookie = newClientID()
-	a.keys = []string{"c:" + a.cookie, addr}
+	a.keys = []string{"c:" + a.cookie, c.address}
 	a.lookup = a.keys[1:]
 	return a
+}
+
+// affinitySession returns the client's usable session of l, nil when it
+// has none (or affinity does not apply).
+func (h *Handler) affinitySession(c *call, l *ledger.Link) (*ledger.Session, error) {
+	a := h.affinityOf(c, l)
+	if !a.on {
+		return nil, nil
+	}
+	x, err := h.Claims.SessionGetByAffinity(c.ctx, l.ID, c.caller.Account, a.lookup)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, about(err, "link_id", l.ID)
+	}
+	h.noteAffinity(c, "reused", x)
+	return x, nil
 }
 
 // cookieID returns the client id of r's affinity cookie when it has the
@@ -121,7 +135,7 @@ func addressKey(r *http.Request, c auth.Caller) string {
 
 // setAffinityCookie sets the client id of a session the request just
 // minted, on the link's path, for the session's life (SPEC §5).
-func (h *Handler) setAffinityCookie(w http.ResponseWriter, r *http.Request, id string, x *ledger.Session) {
+func (h *Handler) setAffinityCookie(w http.ResponseWriter, c *call, id string, x *ledger.Session) {
 	maxAge := int(x.ExpiresAt.Sub(h.Now()).Seconds())
 	if maxAge < 1 {
 		return
@@ -129,11 +143,11 @@ func (h *Handler) setAffinityCookie(w http.ResponseWriter, r *http.Request, id s
 	http.SetCookie(w, &http.Cookie{
 		Name:     affinityCookie,
 		Value:    id,
-		Path:     "/d/" + mux.Vars(r)["token"],
+		Path:     "/d/" + c.token,
 		Expires:  x.ExpiresAt.UTC(),
 		MaxAge:   maxAge,
 		HttpOnly: true,
-		Secure:   r.TLS != nil || strings.HasPrefix(h.PublicURL, "https://"),
+		Secure:   c.secure,
 		SameSite: http.SameSiteLaxMode,
 	})
 }
@@ -142,15 +156,15 @@ func (h *Handler) setAffinityCookie(w http.ResponseWriter, r *http.Request, id s
 // a request sent to an existing session, counts it on the session's grant
 // (SPEC §5). That count is a record, not a decision: when the database
 // cannot take it the request is still answered.
-func (h *Handler) noteAffinity(r *http.Request, how string, x *ledger.Session) {
-	if info := httpx.InfoOf(r); info != nil {
-		info.Affinity = how
+func (h *Handler) noteAffinity(c *call, how string, x *ledger.Session) {
+	if c.info != nil {
+		c.info.Affinity = how
 	}
 	if how != "reused" {
 		return
 	}
 	h.Metrics.Sessions.WithLabelValues("affinity").Inc()
-	if err := h.Claims.SessionNoteAffinityReuse(r.Context(), x.ID); err != nil {
-		h.Log.WarnContext(r.Context(), "affinity reuse not recorded", "session_id", x.ID, "err", err)
+	if err := h.Claims.SessionNoteAffinityReuse(c.ctx, x.ID); err != nil {
+		h.Log.WarnContext(c.ctx, "affinity reuse not recorded", "session_id", x.ID, "err", err)
 	}
 }

@@ -3,10 +3,8 @@ package public
 import (
 	"errors"
 	"net/http"
+	"time"
 
-	"github.com/gorilla/mux"
-
-	"github.com/dlgate/dlgate/auth"
 	"github.com/dlgate/dlgate/gateway/deliver"
 	"github.com/dlgate/dlgate/gateway/httpx"
 	"github.com/dlgate/dlgate/gateway/problem"
@@ -51,53 +49,53 @@ func classifyLink(method string, ranged bool, preview string) linkRequest {
 }
 
 // Link serves GET, HEAD and POST /d/{token} and its named form
-// /d/{token}/{name} (SPEC §3, §5, §8): it classifies the request, then
-// answers it in one switch. GET claims unless the request is a preview,
-// its preconditions decide it, or the link asks for confirmation; POST
-// always claims; HEAD never does.
+// /d/{token}/{name} (SPEC §3, §5, §8): it reads the request once, answers
+// it in one switch, and answers what stopped it in one place. GET claims
+// unless the request is a preview, its preconditions decide it, or the
+// link asks for confirmation; POST always claims; HEAD never does.
 func (h *Handler) Link(w http.ResponseWriter, r *http.Request) {
-	tok, ok := h.pathToken(w, r, token.Link, problem.LinkUnavailable)
-	if !ok {
-		return
+	c, err := h.read(r, token.Link)
+	if err == nil {
+		err = h.link(w, r, c)
 	}
-	c, authErr := h.authenticate(r)
-	why := ""
-	if r.Method != http.MethodPost {
-		why = h.Previews.Check(r.Header)
+	if err != nil {
+		h.fail(w, r, err, problem.LinkUnavailable)
 	}
-	kind := classifyLink(r.Method, r.Header.Get("Range") != "", why)
+}
+
+func (h *Handler) link(w http.ResponseWriter, r *http.Request, c *call) error {
 	// A Range on the link URL would spend a download on a fragment; it is
 	// refused before anything is claimed (SPEC §3 step 2), and before
 	// anything is looked up unless the client may be sent to its session
 	// (§5).
-	if kind == linkRange && (authErr != nil || !h.mayResume(c)) {
-		refuseRange(w, r)
-		return
+	switch {
+	case c.kind == linkRange && (c.authErr != nil || !h.mayResume(c)):
+		return errRangeOnLink
+	case c.authErr != nil:
+		return credentialError(c.authErr)
 	}
-	if authErr != nil {
-		h.refuseCredential(w, r, authErr)
-		return
-	}
-	switch kind {
+	switch c.kind {
 	case linkRange:
-		h.rangeOnLink(w, r, tok, c)
+		return h.rangeOnLink(w, c)
 	case linkClaim:
-		h.claimLink(w, r, tok, c)
-	default:
-		// A preview and HEAD claim nothing; each reports what a claim
-		// would do right now, from a fresh row.
-		l, ok := h.lookupLink(w, r, tok, c, false)
-		if !ok {
-			return
-		}
-		if kind == linkPreview {
-			if h.eligible(w, r, l, c.Account) {
-				h.preview(w, r, l, why)
-			}
-			return
-		}
-		h.headLink(w, r, l, c)
+		return h.claimLink(w, r, c)
 	}
+	// A preview and HEAD claim nothing; each reports what a claim would
+	// do right now, from a fresh row.
+	l, err := h.freshLink(c)
+	switch {
+	case err != nil:
+		return err
+	case c.kind == linkPreview:
+		if err := h.eligible(c, l); err != nil {
+			return err
+		}
+		h.Log.InfoContext(c.ctx, "preview served", "link_id", l.ID, "preview", c.preview)
+		h.Metrics.Previews.WithLabelValues("link").Inc()
+		pages.WritePreview(w, r, pages.Preview{File: h.pageFile(l.Filename, l.Object, l.ExpiresAt), Details: h.previewDetails(l.AccountID), FormMethod: "post"})
+		return nil
+	}
+	return h.headLink(w, r, c, l)
 }
 
 // claimLink answers a GET or POST that claims (SPEC §3 steps 4–8) with one
@@ -107,104 +105,93 @@ func (h *Handler) Link(w http.ResponseWriter, r *http.Request) {
 // process knows a GET does not claim at once: a session link mints
 // straight away (its mint is the claim), a landing page reads the row it
 // shows. A conditional request is decided before anything is claimed
-// (SPEC §3 "Conditional requests"), from a fresh row.
-func (h *Handler) claimLink(w http.ResponseWriter, r *http.Request, tok string, c auth.Caller) {
-	if r.Context().Err() != nil {
-		return // the client left before we spent anything
+// (SPEC §3 "Conditional requests").
+func (h *Handler) claimLink(w http.ResponseWriter, r *http.Request, c *call) error {
+	if c.ctx.Err() != nil {
+		return nil // the client left before we spent anything
 	}
-	confirmed := r.Method == http.MethodPost
-	if httpx.Conditional(r) && h.preconditionsAnswered(w, r, tok, c, confirmed) {
-		return
-	}
-	hash := token.Hash(tok)
-	if l, cached := h.links.peek(hash); cached && !l.ClaimsAtOnce(confirmed) {
-		if admit(w, r, l, c) {
-			h.answerUnclaimed(w, r, tok, l, c, true)
+	if c.conditional {
+		if done, err := h.preconditions(w, r, c); done || err != nil {
+			return err
 		}
-		return
 	}
-	o, err := h.Claims.LinkClaim(r.Context(), hash, ledger.ClaimRequest{
-		AccountID: c.Account, Kind: ledger.KindStream, Client: clientDescriptor(r, c),
-	}, confirmed)
+	if l, cached := h.links.peek(c.hash); cached && !l.ClaimsAtOnce(c.confirmed) {
+		if err := admit(c, l); err != nil {
+			return err
+		}
+		return h.unclaimed(w, r, c, l, true)
+	}
+	o, err := h.Claims.LinkClaim(c.ctx, c.hash, ledger.ClaimRequest{AccountID: c.caller.Account, Kind: ledger.KindStream, Client: c.client}, c.confirmed)
 	if o.Link == nil {
-		problem.Fail(h.Log, w, r, err, problem.LinkUnavailable)
-		return
+		return err
 	}
-	h.links.put(hash, o.Link)
+	h.links.put(c.hash, o.Link)
+	attrs := []any{"link_id", o.Link.ID}
 	switch {
 	case err != nil: // the claim's outcome is unknown
 		if o.Grant != nil {
-			h.settleUnknown(r.Context(), o.Grant, []any{"link_id", o.Link.ID})
+			attrs = append(attrs, "grant_id", o.Grant.ID)
+			h.settleUnknown(c.ctx, o.Grant, attrs)
 		}
-		h.claimed(w, r, o.Link, o.Grant, err)
+		h.Metrics.Claims.WithLabelValues(ledger.KindStream, problem.ReasonOf(err)).Inc()
+		return about(err, attrs...)
 	case o.Grant != nil:
-		h.claimed(w, r, o.Link, o.Grant, nil)
+		h.Metrics.Claims.WithLabelValues(ledger.KindStream, "granted").Inc()
 		h.stream(w, r, o.Link, o.Grant)
-	case !admit(w, r, o.Link, c):
+		return nil
+	case admit(c, o.Link) != nil:
 		// An anonymous caller of an account-bound link: 401 (SPEC §3
 		// step 3), not the refusal the claim found.
+		return errAccountRequired
 	case o.Refusal != "":
-		h.claimed(w, r, o.Link, nil, ledger.Refused(o.Refusal))
-	default:
-		h.answerUnclaimed(w, r, tok, o.Link, c, false)
+		h.Metrics.Claims.WithLabelValues(ledger.KindStream, string(o.Refusal)).Inc()
+		return about(ledger.Refused(o.Refusal), attrs...)
 	}
+	return h.unclaimed(w, r, c, o.Link, false)
 }
 
-// preconditionsAnswered decides a conditional GET or POST of a link URL
-// before any claim (RFC 9110 §13.2.2), from a fresh row: a stream link
-// that could not be claimed answers what its claim would (the generic
-// 404, or 401), a claimable link whose preconditions decide gets its 304
-// or 412, and nothing is spent either way. It reports whether it
-// answered. A session link that could not be claimed goes on to its mint,
-// which sends a client with a usable session to it (SPEC §5); a confirm
-// link's GET shows its landing page, which is not the object: neither is
-// decided here.
-func (h *Handler) preconditionsAnswered(w http.ResponseWriter, r *http.Request, tok string, c auth.Caller, confirmed bool) bool {
-	l, ok := h.lookupLink(w, r, tok, c, false)
+// preconditions decides a conditional GET or POST of a link URL before
+// any claim (RFC 9110 §13.2.2), from a fresh row; done reports that it
+// answered (304 or 412). A stream link that could not be claimed is the
+// answer its claim would get (the generic 404, or 401). A session link
+// that could not be claimed goes on to its mint, which sends a client
+// with a usable session to it (SPEC §5); a confirm link's GET shows its
+// landing page, which is not the object: neither is decided here.
+func (h *Handler) preconditions(w http.ResponseWriter, r *http.Request, c *call) (done bool, err error) {
+	l, err := h.freshLink(c)
 	switch {
-	case !ok:
-		return true
-	case l.Confirm && !confirmed:
-		return false
-	case l.Refusal(c.Account, h.dbTime(l.ReadAt)) != "":
+	case err != nil:
+		return false, err
+	case l.Confirm && !c.confirmed:
+		return false, nil
+	case l.Refusal(c.caller.Account, h.dbTime(l.ReadAt)) != "":
 		if l.Delivery == ledger.DeliverySession {
-			return false
+			return false, nil
 		}
-		return !h.eligible(w, r, l, c.Account)
+		return false, h.eligible(c, l)
 	}
-	return h.Pipeline.Preconditions(w, r, deliver.ObjectOf(l.Object, l.Filename, false))
+	return h.Pipeline.Preconditions(w, r, deliver.ObjectOf(l.Object, l.Filename, false)), nil
 }
 
-// answerUnclaimed answers a GET or POST of a link that a GET does not
-// claim at once: a confirm link's GET shows its landing page (from a fresh
-// row when l came from the cache), anything else is a session link and
-// mints, sending the client to its session when it has one (SPEC §5).
-func (h *Handler) answerUnclaimed(w http.ResponseWriter, r *http.Request, tok string, l *ledger.Link, c auth.Caller, cached bool) {
-	if r.Method != http.MethodPost && l.Confirm {
+// unclaimed answers a GET or POST of a link that a GET does not claim at
+// once: a confirm link's GET shows its landing page (from a fresh row
+// when l came from the cache), anything else is a session link and mints,
+// sending the client to its session when it has one (SPEC §5).
+func (h *Handler) unclaimed(w http.ResponseWriter, r *http.Request, c *call, l *ledger.Link, cached bool) error {
+	if !c.confirmed && l.Confirm {
+		var err error
 		if cached {
-			var ok bool
-			if l, ok = h.lookupLink(w, r, tok, c, false); !ok {
-				return
+			if l, err = h.freshLink(c); err != nil {
+				return err
 			}
 		}
-		if h.eligible(w, r, l, c.Account) {
-			pages.WriteLanding(w, r, pages.Landing{File: h.pageFile(l.Filename, l.Object, l.ExpiresAt)})
+		if err := h.eligible(c, l); err != nil {
+			return err
 		}
-		return
+		pages.WriteLanding(w, r, pages.Landing{File: h.pageFile(l.Filename, l.Object, l.ExpiresAt)})
+		return nil
 	}
-	h.mintAndAnswer(w, r, l, c, mintOptions{redirect: true, affinity: h.affinityOf(r, l, c)})
-}
-
-// eligible answers the generic 404 when l cannot be claimed by account
-// right now (SPEC §3: HEAD, previews and landing pages say what a claim
-// would), and reports whether l can. It explains a refusal; only the claim
-// decides one.
-func (h *Handler) eligible(w http.ResponseWriter, r *http.Request, l *ledger.Link, account string) bool {
-	if reason := l.Refusal(account, h.dbTime(l.ReadAt)); reason != "" {
-		problem.Fail(h.Log, w, r, ledger.Refused(reason), problem.LinkUnavailable, "link_id", l.ID)
-		return false
-	}
-	return true
+	return h.mint(w, c, l, mintOptions{redirect: true, affinity: h.affinityOf(c, l)})
 }
 
 // headLink answers a HEAD: a session link's 303 to the client's usable
@@ -212,101 +199,27 @@ func (h *Handler) eligible(w http.ResponseWriter, r *http.Request, l *ledger.Lin
 // allowance), else, for a link a claim could take now, a confirm link's
 // landing page headers or the headers a GET's stream would send, through
 // the pipeline (conditional requests included).
-func (h *Handler) headLink(w http.ResponseWriter, r *http.Request, l *ledger.Link, c auth.Caller) {
+func (h *Handler) headLink(w http.ResponseWriter, r *http.Request, c *call, l *ledger.Link) error {
 	if !l.Confirm {
-		if x, ok := h.affinitySession(w, r, l, c); !ok || x != nil {
+		x, err := h.affinitySession(c, l)
+		if err != nil || x != nil {
 			if x != nil {
-				h.Log.InfoContext(r.Context(), "affinity session reused", "link_id", l.ID, "session_id", x.ID)
-				h.answerSession(w, r, x, http.StatusSeeOther)
+				h.Log.InfoContext(c.ctx, "affinity session reused", "link_id", l.ID, "session_id", x.ID)
+				h.answerSession(w, x, http.StatusSeeOther)
 			}
-			return
+			return err
 		}
 	}
-	if !h.eligible(w, r, l, c.Account) {
-		return
+	if err := h.eligible(c, l); err != nil {
+		return err
 	}
 	if l.Confirm {
 		pages.WriteLanding(w, r, pages.Landing{File: h.pageFile(l.Filename, l.Object, l.ExpiresAt)})
-		return
+		return nil
 	}
 	h.Pipeline.Serve(w, r, deliver.Request{Object: deliver.ObjectOf(l.Object, l.Filename, false),
 		NotFound: problem.LinkUnavailable, Attrs: []any{"link_id", l.ID}})
-}
-
-// preview answers a link previewer or a prefetch (SPEC §8): a page that
-// claims nothing.
-func (h *Handler) preview(w http.ResponseWriter, r *http.Request, l *ledger.Link, why string) {
-	h.Log.InfoContext(r.Context(), "preview served", "link_id", l.ID, "preview", why)
-	h.Metrics.Previews.WithLabelValues("link").Inc()
-	pages.WritePreview(w, r, pages.Preview{File: h.pageFile(l.Filename, l.Object, l.ExpiresAt), Details: h.previewDetails(l.AccountID), FormMethod: "post"})
-}
-
-// pathToken returns the {token} of the route when it is a token of kind
-// that this gateway minted (token.Keys.Check); otherwise, malformed or
-// forged, it answers the generic 404 without any database query (SPEC §2).
-func (h *Handler) pathToken(w http.ResponseWriter, r *http.Request, kind token.Kind, notFound problem.Problem) (string, bool) {
-	tok := mux.Vars(r)["token"]
-	if !h.Keys.Check(kind, tok) {
-		h.Log.DebugContext(r.Context(), "refused", "reason", "invalid_token")
-		problem.Write(w, r, notFound, "")
-		return "", false
-	}
-	return tok, true
-}
-
-// lookupLink reads the link row and answers itself when that fails
-// (ok=false): unknown token, database trouble, or an account-bound link
-// and an anonymous caller (SPEC §3 step 3). forClaim allows the row this
-// process cached (linkcache.go): only its immutable part is used before
-// the claim decides.
-func (h *Handler) lookupLink(w http.ResponseWriter, r *http.Request, tok string, c auth.Caller, forClaim bool) (*ledger.Link, bool) {
-	var (
-		l   *ledger.Link
-		err error
-	)
-	if forClaim {
-		l, err = h.links.get(r.Context(), h.Claims, token.Hash(tok))
-	} else {
-		l, err = h.Claims.LinkGetByTokenHash(r.Context(), token.Hash(tok))
-	}
-	if err != nil {
-		problem.Fail(h.Log, w, r, err, problem.LinkUnavailable)
-		return nil, false
-	}
-	return l, admit(w, r, l, c)
-}
-
-// admit answers 401 when l is bound to an account and the caller is
-// anonymous (SPEC §3 step 3).
-func admit(w http.ResponseWriter, r *http.Request, l *ledger.Link, c auth.Caller) bool {
-	if l.AccountID != "" && c.Account == "" {
-		requireAccount(w, r)
-		return false
-	}
-	return true
-}
-
-// mayResume reports whether a Range on a link URL by c could be sent to
-// a session (SPEC §5), so that it is worth a lookup.
-func (h *Handler) mayResume(c auth.Caller) bool {
-	switch h.Affinity {
-	case AffinityClient:
-		return true
-	case AffinityAccount:
-		return c.Account != ""
-	}
-	return false
-}
-
-// refuseRange answers a Range on a link URL: 409, not 416, because curl
-// -C - and wget -c take a 416 on resume for "already complete" and keep a
-// truncated file (SPEC §3 step 2).
-func refuseRange(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Accept-Ranges", "none")
-	// The detail names the route, not this link's token: raw tokens
-	// never appear in error bodies (SPEC §2).
-	problem.Write(w, r, problem.RangeRequiresSession,
-		"Range requests are served by transfer sessions: POST /d/{token}/sessions with this link's token, then send ranges to the session_url.")
+	return nil
 }
 
 // rangeOnLink answers a Range GET or HEAD on a link URL: 303 to the
@@ -317,59 +230,90 @@ func refuseRange(w http.ResponseWriter, r *http.Request) {
 // the link's immutable delivery mode and account are read before the
 // affinity lookup, which judges the session and its link itself, so the
 // row this process cached serves.
-func (h *Handler) rangeOnLink(w http.ResponseWriter, r *http.Request, tok string, c auth.Caller) {
-	l, err := h.links.get(r.Context(), h.Claims, token.Hash(tok))
+func (h *Handler) rangeOnLink(w http.ResponseWriter, c *call) error {
+	l, err := h.links.get(c.ctx, h.Claims, c.hash)
 	if errors.Is(err, ledger.ErrNotFound) {
-		refuseRange(w, r)
-		return
+		return errRangeOnLink
 	}
 	if err != nil {
-		problem.Fail(h.Log, w, r, err, problem.LinkUnavailable)
-		return
+		return err
 	}
-	x, ok := h.affinitySession(w, r, l, c)
-	if !ok {
-		return
+	x, err := h.affinitySession(c, l)
+	switch {
+	case err != nil:
+		return err
+	case x == nil:
+		return errRangeOnLink
 	}
-	if x == nil {
-		refuseRange(w, r)
-		return
-	}
-	h.Log.InfoContext(r.Context(), "range sent to the affinity session", "link_id", l.ID, "session_id", x.ID)
-	h.answerSession(w, r, x, http.StatusSeeOther)
+	h.Log.InfoContext(c.ctx, "range sent to the affinity session", "link_id", l.ID, "session_id", x.ID)
+	h.answerSession(w, x, http.StatusSeeOther)
+	return nil
 }
 
-// affinitySession returns the client's usable session of l, nil when it
-// has none (or affinity does not apply); ok=false when it answered itself
-// (database trouble).
-func (h *Handler) affinitySession(w http.ResponseWriter, r *http.Request, l *ledger.Link, c auth.Caller) (*ledger.Session, bool) {
-	a := h.affinityOf(r, l, c)
-	if !a.on {
-		return nil, true
-	}
-	x, err := h.Claims.SessionGetByAffinity(r.Context(), l.ID, c.Account, a.lookup)
-	if errors.Is(err, ledger.ErrNotFound) {
-		return nil, true
-	}
+// freshLink reads the link row afresh (what HEAD, previews, landing pages
+// and preconditions report: the row as it is now), refusing an anonymous
+// caller of an account-bound link (SPEC §3 step 3).
+func (h *Handler) freshLink(c *call) (*ledger.Link, error) {
+	l, err := h.Claims.LinkGetByTokenHash(c.ctx, c.hash)
 	if err != nil {
-		problem.Fail(h.Log, w, r, err, problem.LinkUnavailable, "link_id", l.ID)
-		return nil, false
+		return nil, err
 	}
-	h.noteAffinity(r, "reused", x)
-	return x, true
+	return l, admit(c, l)
 }
 
-// claimed counts a stream claim's outcome and, when err refused or failed
-// it, answers (the grant's id logged when its fate is unknown).
-func (h *Handler) claimed(w http.ResponseWriter, r *http.Request, l *ledger.Link, g *ledger.Grant, err error) {
-	if err != nil {
-		attrs := []any{"link_id", l.ID}
-		if g != nil {
-			attrs = append(attrs, "grant_id", g.ID)
-		}
-		h.Metrics.Claims.WithLabelValues(ledger.KindStream, problem.ReasonOf(err)).Inc()
-		problem.Fail(h.Log, w, r, err, problem.LinkUnavailable, attrs...)
-		return
+// admit refuses an anonymous caller of a link bound to an account (SPEC
+// §3 step 3: 401).
+func admit(c *call, l *ledger.Link) error {
+	if l.AccountID != "" && c.caller.Account == "" {
+		return errAccountRequired
 	}
-	h.Metrics.Claims.WithLabelValues(ledger.KindStream, "granted").Inc()
+	return nil
+}
+
+// eligible is the generic 404 when l cannot be claimed by the caller right
+// now (SPEC §3: HEAD, previews and landing pages say what a claim would).
+// It explains a refusal; only the claim decides one.
+func (h *Handler) eligible(c *call, l *ledger.Link) error {
+	if reason := l.Refusal(c.caller.Account, h.dbTime(l.ReadAt)); reason != "" {
+		return about(ledger.Refused(reason), "link_id", l.ID)
+	}
+	return nil
+}
+
+// mayResume reports whether a Range on a link URL by c could be sent to
+// a session (SPEC §5), so that it is worth a lookup.
+func (h *Handler) mayResume(c *call) bool {
+	switch h.Affinity {
+	case AffinityClient:
+		return true
+	case AffinityAccount:
+		return c.caller.Account != ""
+	}
+	return false
+}
+
+// previewDetails reports whether a preview may name the file: not when
+// the operator turned details off, and never for an account-bound link or
+// session, whose file name is for its account only (a previewer carries no
+// one's credentials).
+func (h *Handler) previewDetails(account string) bool {
+	return !h.HidePreviewDetails && account == ""
+}
+
+// pageFile is what a landing page or preview shows of an object.
+func (h *Handler) pageFile(filename string, o ledger.Object, expires time.Time) pages.File {
+	return pages.File{Name: httpx.FileName(filename, o.Key), Size: o.Size, ExpiresAt: expires, Now: h.now()}
+}
+
+// now is the server clock in the ledger's precision.
+func (h *Handler) now() time.Time { return ledger.Micro(h.Now()) }
+
+// dbTime is the database's clock as a lookup read it (t), or the server's
+// clock when the ledger gave none: judging a row by the clock that made
+// the decisions about it keeps a gateway with a skewed clock in step.
+func (h *Handler) dbTime(t time.Time) time.Time {
+	if t.IsZero() {
+		return h.now()
+	}
+	return t
 }

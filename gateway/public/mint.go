@@ -5,7 +5,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/dlgate/dlgate/auth"
 	"github.com/dlgate/dlgate/gateway/httpx"
 	"github.com/dlgate/dlgate/gateway/problem"
 	"github.com/dlgate/dlgate/ledger"
@@ -44,52 +43,51 @@ func (h *Handler) sessionBody(x *ledger.Session) sessionBody {
 		SessionURL: h.sessionURL(x), NamedSessionURL: h.sessionURL(x) + "/" + httpx.URLName(x.Filename, x.Object.Key), SessionID: x.ID,
 		ExpiresAt: httpx.RFC3339(x.ExpiresAt), ByteBudget: x.ByteBudget, MaxConcurrency: x.MaxConcurrency,
 		Object: sessionObject{Size: x.Object.Size, ETag: x.Object.ETag, ContentType: x.Object.ContentType,
-			Filename: httpx.CleanFilename(firstNonEmpty(x.Filename, x.Object.Key))},
+			Filename: httpx.FileName(x.Filename, x.Object.Key)},
 	}
 }
 
 // Mint serves POST /d/{token}/sessions: one claim, one session,
 // whatever the link's delivery mode.
 func (h *Handler) Mint(w http.ResponseWriter, r *http.Request) {
-	tok, ok := h.pathToken(w, r, token.Link, problem.LinkUnavailable)
-	if !ok {
-		return
+	c, err := h.read(r, token.Link)
+	switch {
+	case err != nil:
+	case c.badKey:
+		err = errBadIdempotencyKey
+	case c.authErr != nil:
+		err = credentialError(c.authErr)
+	default:
+		var l *ledger.Link
+		if l, err = h.links.get(c.ctx, h.Claims, c.hash); err == nil {
+			if err = admit(c, l); err == nil {
+				err = h.mint(w, c, l, mintOptions{key: c.idempotencyKey})
+			}
+		}
 	}
-	key := r.Header.Get("Idempotency-Key")
-	if _, present := r.Header["Idempotency-Key"]; present && !httpx.ValidIdempotencyKey(key) {
-		problem.Write(w, r, problem.BadRequest, "Idempotency-Key must be 1 to 255 visible ASCII characters.")
-		return
-	}
-	c, err := h.authenticate(r)
 	if err != nil {
-		h.refuseCredential(w, r, err)
-		return
+		h.fail(w, r, err, problem.LinkUnavailable)
 	}
-	l, ok := h.lookupLink(w, r, tok, c, true)
-	if !ok {
-		return
-	}
-	h.mintAndAnswer(w, r, l, c, mintOptions{key: key})
 }
 
-// mintOptions say how mintAndAnswer mints and answers.
+// mintOptions say how mint mints and answers.
 type mintOptions struct {
 	key      string   // Idempotency-Key, "" for none
 	redirect bool     // answer 303 to the session (GET of a session-delivery link)
 	affinity affinity // reuse the client's usable session of the link (SPEC §5)
 }
 
-// mintAndAnswer claims and mints a session for l, then answers 201/200
-// with its JSON, or 303 to it when o.redirect is set.
-func (h *Handler) mintAndAnswer(w http.ResponseWriter, r *http.Request, l *ledger.Link, c auth.Caller, o mintOptions) {
+// mint claims and mints a session for l, then answers 201/200 with its
+// JSON, or 303 to it when o.redirect is set.
+func (h *Handler) mint(w http.ResponseWriter, c *call, l *ledger.Link, o mintOptions) error {
 	attrs := []any{"link_id", l.ID}
-	if r.Context().Err() != nil {
-		return
+	if c.ctx.Err() != nil {
+		return nil
 	}
 	id := uuid.Must(uuid.NewV7()).String()
 	ttl, budget, slots := h.sessionDefaults(l).Resolve(l.Object.Size)
-	x, created, err := h.Claims.SessionMint(r.Context(), ledger.MintRequest{
-		Claim:          ledger.ClaimRequest{LinkID: l.ID, AccountID: c.Account, Client: clientDescriptor(r, c)},
+	x, created, err := h.Claims.SessionMint(c.ctx, ledger.MintRequest{
+		Claim:          ledger.ClaimRequest{LinkID: l.ID, AccountID: c.caller.Account, Client: c.client},
 		SessionID:      id,
 		TokenHash:      token.Hash(h.Keys.Derive(token.Session, id)),
 		ByteBudget:     budget,
@@ -101,8 +99,7 @@ func (h *Handler) mintAndAnswer(w http.ResponseWriter, r *http.Request, l *ledge
 	})
 	if err != nil {
 		h.Metrics.Claims.WithLabelValues(ledger.KindSession, problem.ReasonOf(err)).Inc()
-		problem.Fail(h.Log, w, r, err, problem.LinkUnavailable, attrs...)
-		return
+		return about(err, attrs...)
 	}
 	attrs = append(attrs, "session_id", x.ID, "grant_id", x.GrantID)
 	status := http.StatusOK
@@ -111,41 +108,35 @@ func (h *Handler) mintAndAnswer(w http.ResponseWriter, r *http.Request, l *ledge
 		status = http.StatusCreated
 		h.Metrics.Claims.WithLabelValues(ledger.KindSession, "granted").Inc()
 		h.Metrics.Sessions.WithLabelValues("created").Inc()
-		h.Log.InfoContext(r.Context(), "session minted", attrs...)
+		h.Log.InfoContext(c.ctx, "session minted", attrs...)
 		if o.affinity.on {
-			h.noteAffinity(r, "minted", x)
+			h.noteAffinity(c, "minted", x)
 			if o.affinity.cookie != "" {
-				h.setAffinityCookie(w, r, o.affinity.cookie, x)
+				h.setAffinityCookie(w, c, o.affinity.cookie, x)
 			}
 		}
 	case o.affinity.on:
-		h.noteAffinity(r, "reused", x)
-		h.Log.InfoContext(r.Context(), "affinity session reused", attrs...)
+		h.noteAffinity(c, "reused", x)
+		h.Log.InfoContext(c.ctx, "affinity session reused", attrs...)
 	default:
 		h.Metrics.Sessions.WithLabelValues("replayed").Inc()
-		h.Log.InfoContext(r.Context(), "session replayed for idempotency key", attrs...)
+		h.Log.InfoContext(c.ctx, "session replayed for idempotency key", attrs...)
 	}
 	if o.redirect {
 		status = http.StatusSeeOther
 	}
-	h.answerSession(w, r, x, status)
+	h.answerSession(w, x, status)
+	return nil
 }
 
 // answerSession answers x's JSON with status; a 303 points at the named
 // session URL (RFC 9110 §15.4.4: every client follows a 303 with a GET),
 // so that a browser, wget or aria2c following it saves the file under its
 // name (SPEC §3 "Named URLs").
-func (h *Handler) answerSession(w http.ResponseWriter, r *http.Request, x *ledger.Session, status int) {
+func (h *Handler) answerSession(w http.ResponseWriter, x *ledger.Session, status int) {
 	body := h.sessionBody(x)
 	if status == http.StatusSeeOther {
 		w.Header().Set("Location", body.NamedSessionURL)
 	}
 	httpx.WriteJSON(w, status, body)
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

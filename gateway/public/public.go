@@ -71,19 +71,6 @@ func New(c Config) *Handler {
 	return h
 }
 
-// now is the server clock in the ledger's precision.
-func (h *Handler) now() time.Time { return ledger.Micro(h.Now()) }
-
-// dbTime is the database's clock as a lookup read it (t), or the server's
-// clock when the ledger gave none: judging a row by the clock that made
-// the decisions about it keeps a gateway with a skewed clock in step.
-func (h *Handler) dbTime(t time.Time) time.Time {
-	if t.IsZero() {
-		return h.now()
-	}
-	return t
-}
-
 // sessionDefaults layers the link's session settings over the gateway's.
 func (h *Handler) sessionDefaults(l *ledger.Link) sessions.Defaults {
 	return sessions.Defaults{TTL: l.Session.TTL, ByteBudget: l.Session.ByteBudget, MaxConcurrency: l.Session.MaxConcurrency}.Or(h.Defaults)

@@ -16,42 +16,41 @@ import (
 // §3), which the session's meter spends (gateway/warm). Conditional
 // requests and HEAD draw no budget and take no slot.
 func (h *Handler) Session(w http.ResponseWriter, r *http.Request) {
-	tok, ok := h.pathToken(w, r, token.Session, problem.SessionUnavailable)
-	if !ok {
-		return
+	c, err := h.read(r, token.Session)
+	if err == nil {
+		err = h.session(w, r, c)
 	}
-	c, err := h.authenticate(r)
 	if err != nil {
-		h.refuseCredential(w, r, err)
-		return
+		h.fail(w, r, err, problem.SessionUnavailable)
 	}
-	x, err := h.Warm.Session(r.Context(), token.Hash(tok))
+}
+
+func (h *Handler) session(w http.ResponseWriter, r *http.Request, c *call) error {
+	if c.authErr != nil {
+		return credentialError(c.authErr)
+	}
+	x, err := h.Warm.Session(c.ctx, c.hash)
 	if err != nil {
-		problem.Fail(h.Log, w, r, err, problem.SessionUnavailable)
-		return
+		return err
 	}
 	attrs := []any{"session_id", x.ID, "link_id", x.LinkID}
-	if reason := x.Refusal(h.dbTime(x.ReadAt)); reason != "" {
-		problem.Fail(h.Log, w, r, ledger.Refused(reason), problem.SessionUnavailable, attrs...)
-		return
-	}
+	switch reason := x.Refusal(h.dbTime(x.ReadAt)); {
+	case reason != "":
+		return about(ledger.Refused(reason), attrs...)
 	// An account-bound session demands its link's verified account (SPEC
 	// §3); a session of an unbound link is anonymous (§5).
-	if x.AccountID != "" && c.Account != x.AccountID {
-		if c.Account == "" {
-			requireAccount(w, r)
-			return
-		}
-		problem.Fail(h.Log, w, r, ledger.Refused(ledger.ReasonWrongAccount), problem.SessionUnavailable, attrs...)
-		return
-	}
-	if why := h.Previews.Check(r.Header); why != "" {
+	case x.AccountID != "" && c.caller.Account == "":
+		return errAccountRequired
+	case x.AccountID != "" && c.caller.Account != x.AccountID:
+		return about(ledger.Refused(ledger.ReasonWrongAccount), attrs...)
+	case c.preview != "":
 		// A preview draws no budget and takes no slot (SPEC §8).
-		h.Log.InfoContext(r.Context(), "preview served", append(attrs, "preview", why)...)
+		h.Log.InfoContext(c.ctx, "preview served", append(attrs, "preview", c.preview)...)
 		h.Metrics.Previews.WithLabelValues("session").Inc()
 		pages.WritePreview(w, r, pages.Preview{File: h.pageFile(x.Filename, x.Object, x.ExpiresAt), Details: h.previewDetails(x.AccountID), FormMethod: "get"})
-		return
+		return nil
 	}
 	h.Pipeline.Serve(w, r, deliver.Request{Object: deliver.ObjectOf(x.Object, x.Filename, true),
 		Meter: h.Warm.Meter(x, attrs), NotFound: problem.SessionUnavailable, Attrs: attrs})
+	return nil
 }
