@@ -217,8 +217,10 @@ func (s *DB) KeyRevoke(ctx context.Context, id string) error {
 		if n, err := affected(res); err != nil {
 			return err
 		} else if n == 0 {
+			// A locking read, as whyNotUpdated's: a snapshot taken at
+			// BEGIN (TiDB) might not hold a key made and revoked since.
 			var one int
-			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM api_keys WHERE id = ?`, id).Scan(&one); isNoRows(err) {
+			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM api_keys WHERE id = ?`+s.d.LockRows, id).Scan(&one); isNoRows(err) {
 				return ledger.ErrNotFound
 			} else if err != nil {
 				return err
