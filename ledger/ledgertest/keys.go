@@ -281,6 +281,21 @@ func exerciseKeys(t *testing.T, newLedger NewLedger) {
 			t.Fatalf("ten minutes of touches every 5 s wrote %d times, want 10 (one a minute)", writes)
 		}
 	})
+	t.Run("AScopeANewerGatewayWroteGrantsNothingHere", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		k, text := e.mustKey(t, "ci", apikey.LinksRead)
+		// A newer gateway, mid-upgrade, gave the key a scope this one
+		// does not know.
+		if _, err := sqlOf(t, e.l).ExecContext(e.ctx, `UPDATE api_keys SET scopes = ? WHERE id = ?`,
+			"links:read reports:read", k.ID); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.l.KeyGetByHash(e.ctx, apikey.Hash(text))
+		if err != nil || got.Scopes != apikey.Of(apikey.LinksRead) {
+			t.Fatalf("KeyGetByHash = %+v, %v; want the key with links:read alone", got, err)
+		}
+	})
 	t.Run("AKeyGivesOnlyScopesItHolds", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, newLedger)

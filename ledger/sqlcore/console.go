@@ -54,11 +54,7 @@ func scanConsole(r rowScanner) (*ledger.ConsoleSession, timeCol, error) {
 	if c.Key.ID == ledger.BootstrapKeyID {
 		c.Key.Name, c.Key.Scopes = ledger.BootstrapKeyID, apikey.All()
 	} else {
-		sc, err := apikey.ParseText(string(scopes))
-		if err != nil {
-			return nil, now, fmt.Errorf("sqlcore: key %s: %w", c.Key.ID, err)
-		}
-		c.Key.Name, c.Key.Scopes, c.Key.CreatedAt = string(name), sc, kCreated.T
+		c.Key.Name, c.Key.Scopes, c.Key.CreatedAt = string(name), storedScopes(string(scopes)), kCreated.T
 		c.Key.ExpiresAt, c.Key.RevokedAt, c.Key.LastUsedAt = kExp.ptr(), kRevoked.ptr(), kUse.ptr()
 	}
 	c.Key.ReadAt = now.T

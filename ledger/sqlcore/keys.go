@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/dlgate/dlgate/apikey"
@@ -32,13 +33,7 @@ func scanKey(r rowScanner) (*ledger.Key, error) {
 		}
 		return nil, err
 	}
-	sc, err := apikey.ParseText(scopes)
-	if err != nil {
-		// Only a newer gateway that knows more scopes could have written
-		// it; a key is never read with fewer scopes than it was given.
-		return nil, fmt.Errorf("sqlcore: key %s: %w", k.ID, err)
-	}
-	k.Scopes, k.CreatedAt = sc, created.T
+	k.Scopes, k.CreatedAt = storedScopes(scopes), created.T
 	k.ExpiresAt, k.RevokedAt, k.LastUsedAt = expires.ptr(), revoked.ptr(), use.ptr()
 	return &k, nil
 }
@@ -109,10 +104,7 @@ func (s *DB) mayGive(ctx context.Context, tx *sql.Tx, id string, give apikey.Sco
 	if err != nil {
 		return err
 	}
-	held, err := apikey.ParseText(text)
-	if err != nil {
-		return fmt.Errorf("sqlcore: key %s: %w", id, err)
-	}
+	held := storedScopes(text)
 	k := ledger.Key{ExpiresAt: expires.ptr(), RevokedAt: revoked.ptr()}
 	if r := k.Refusal(now.T); r != "" {
 		return ledger.Refused(r)
@@ -121,6 +113,18 @@ func (s *DB) mayGive(ctx context.Context, tx *sql.Tx, id string, give apikey.Sco
 		return &ledger.ScopeError{Missing: missing[0]}
 	}
 	return nil
+}
+
+// storedScopes reads a key's scopes column. A name this gateway does not
+// know, which only a newer one could have written during a rolling
+// upgrade, is left out: it grants nothing here, as no route here needs
+// it, and the key's other scopes still work.
+func storedScopes(text string) apikey.Scopes {
+	var names []apikey.Scope
+	for _, n := range strings.Fields(text) {
+		names = append(names, apikey.Scope(n))
+	}
+	return apikey.Of(names...)
 }
 
 // KeyGet returns the key id. Errors: ErrNotFound, ErrUnavailable.
