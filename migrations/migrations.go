@@ -8,6 +8,9 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"path"
+	"strconv"
+	"strings"
 
 	"github.com/pressly/goose/v3"
 )
@@ -46,4 +49,24 @@ func Up(ctx context.Context, db *sql.DB, dialect string) error {
 		return fmt.Errorf("migrations: %w", err)
 	}
 	return nil
+}
+
+// Versions returns the version numbers of dialect's migrations, in
+// order: what a database Up migrated has applied, each once. Numbers may
+// have gaps (a number reserved for a change not merged yet).
+func Versions(dialect string) ([]int64, error) {
+	names, err := fs.Glob(files, dialect+"/*.sql")
+	if err != nil || len(names) == 0 {
+		return nil, fmt.Errorf("migrations: no migrations for dialect %q", dialect)
+	}
+	var out []int64
+	for _, name := range names { // fs.Glob sorts, and the numbers have five digits
+		num, _, ok := strings.Cut(path.Base(name), "_")
+		v, err := strconv.ParseInt(num, 10, 64)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("migrations: %s is not named NNNNN_name.sql", name)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }

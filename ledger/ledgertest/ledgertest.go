@@ -60,6 +60,8 @@ func Exercise(t *testing.T, newLedger NewLedger) {
 	t.Run("Objects", func(t *testing.T) { exerciseObjects(t, newLedger) })
 	t.Run("Digests", func(t *testing.T) { exerciseDigests(t, newLedger) })
 	t.Run("Inputs", func(t *testing.T) { exerciseInputs(t, newLedger) })
+	t.Run("Keys", func(t *testing.T) { exerciseKeys(t, newLedger) })
+	t.Run("Console", func(t *testing.T) { exerciseConsole(t, newLedger) })
 }
 
 type env struct {
