@@ -30,29 +30,9 @@ type linksCommand struct{ main *Main }
 
 // Run dispatches to create, show, list, grants, revoke or top-up.
 func (c *linksCommand) Run(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return usagef("links: missing subcommand (create, show, list, grants, revoke, top-up); run 'gateway help links'")
-	}
-	name, args := args[0], args[1:]
-	switch name {
-	case "create":
-		return c.create(ctx, args)
-	case "show":
-		return c.show(ctx, args)
-	case "revoke":
-		return c.revoke(ctx, args)
-	case "top-up":
-		return c.topUp(ctx, args)
-	case "list":
-		return c.list(ctx, args)
-	case "grants":
-		return c.grants(ctx, args)
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(c.main.Stdout, linksUsage)
-		return nil
-	default:
-		return usagef("links: unknown subcommand %q; run 'gateway help links'", name)
-	}
+	return c.main.dispatch(ctx, "links", "create, show, list, grants, revoke, top-up", linksUsage, commands{
+		"create": c.create, "show": c.show, "revoke": c.revoke, "top-up": c.topUp, "list": c.list, "grants": c.grants,
+	}, args)
 }
 
 const linksUsage = `Usage:
@@ -339,16 +319,8 @@ func (c *linksCommand) upload(ctx context.Context, cl *client.Client, path strin
 
 func (c *linksCommand) show(ctx context.Context, args []string) error {
 	sc := c.main.subcommand("links show", "Usage: gateway links show ID\n\nPrints the link as JSON: remaining downloads, revocation, grants by status,\nactive sessions, and its object with the version's sha256 (null when unknown).")
-	pos, helped, err := sc.parse(args)
-	if helped {
-		return nil
-	}
-	id, err := linkID(sc.name, pos, err, 1)
-	if err != nil {
-		return err
-	}
-	cl, err := sc.client()
-	if err != nil {
+	id, _, cl, helped, err := sc.linkArgs(args, 1)
+	if helped || err != nil {
 		return err
 	}
 	l, err := cl.GetLink(ctx, id)
@@ -361,16 +333,8 @@ func (c *linksCommand) show(ctx context.Context, args []string) error {
 func (c *linksCommand) revoke(ctx context.Context, args []string) error {
 	sc := c.main.subcommand("links revoke", "Usage: gateway links revoke ID\n\nRevokes the link and ends its transfer sessions. Revoking twice is harmless.")
 	asJSON := sc.fs.Bool("json", false, "print the revoked link as JSON")
-	pos, helped, err := sc.parse(args)
-	if helped {
-		return nil
-	}
-	id, err := linkID(sc.name, pos, err, 1)
-	if err != nil {
-		return err
-	}
-	cl, err := sc.client()
-	if err != nil {
+	id, _, cl, helped, err := sc.linkArgs(args, 1)
+	if helped || err != nil {
 		return err
 	}
 	l, err := cl.RevokeLink(ctx, id)
@@ -388,21 +352,13 @@ func (c *linksCommand) topUp(ctx context.Context, args []string) error {
 	sc := c.main.subcommand("links top-up", "Usage: gateway links top-up ID N [--reason R]\n\nAllows N more downloads through the link.")
 	reason := sc.fs.String("reason", "", "why, for the audit trail")
 	asJSON := sc.fs.Bool("json", false, "print the updated link as JSON")
-	pos, helped, err := sc.parse(args)
-	if helped {
-		return nil
-	}
-	id, err := linkID(sc.name, pos, err, 2)
-	if err != nil {
+	id, pos, cl, helped, err := sc.linkArgs(args, 2)
+	if helped || err != nil {
 		return err
 	}
 	n, err := strconv.Atoi(pos[1])
 	if err != nil || n < 1 {
 		return usagef("links top-up: N must be a whole number of at least 1, got %q", pos[1])
-	}
-	cl, err := sc.client()
-	if err != nil {
-		return err
 	}
 	l, err := cl.AddAllowance(ctx, id, n, *reason)
 	if err != nil {

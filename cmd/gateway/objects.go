@@ -12,21 +12,7 @@ type objectsCommand struct{ main *Main }
 
 // Run dispatches to delete or digest.
 func (c *objectsCommand) Run(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return usagef("objects: missing subcommand (delete, digest); run 'gateway help objects'")
-	}
-	name, args := args[0], args[1:]
-	switch name {
-	case "delete":
-		return c.delete(ctx, args)
-	case "digest":
-		return c.digest(ctx, args)
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(c.main.Stdout, objectsUsage)
-		return nil
-	default:
-		return usagef("objects: unknown subcommand %q; run 'gateway help objects'", name)
-	}
+	return c.main.dispatch(ctx, "objects", "delete, digest", objectsUsage, commands{"delete": c.delete, "digest": c.digest}, args)
 }
 
 const objectsUsage = `Usage:
