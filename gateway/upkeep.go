@@ -124,7 +124,7 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 }
 
 // RunSweeper ends expired sessions, clears lapsed leases and applies the
-// retention (gateway/retention.go) every interval until ctx ends. Every
+// retention (gateway/upkeep.go) every interval until ctx ends. Every
 // process runs one; they do not collide.
 func (s *Server) RunSweeper(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)

@@ -271,7 +271,7 @@ type ClaimOutcome struct {
 	Refusal Reason
 }
 
-// Claims is the download path on link URLs (gateway/link.go, mint.go,
+// Claims is the download path on link URLs (gateway/public/link.go, mint.go,
 // affinity.go): it finds and claims links, mints sessions and refunds.
 type Claims interface {
 	// LinkGetByTokenHash returns the link, whatever its state. Errors:
@@ -309,7 +309,7 @@ type Claims interface {
 	SessionNoteAffinityReuse(ctx context.Context, sessionID string) error
 }
 
-// Sessions is what serving a session URL reads (gateway/session.go).
+// Sessions is what serving a session URL reads (gateway/public/session.go).
 type Sessions interface {
 	// SessionGetByTokenHash returns the session with its link's revocation.
 	// Errors: ErrNotFound.
@@ -317,7 +317,7 @@ type Sessions interface {
 }
 
 // Budget is a session's byte budget, drawn and given back while a
-// response streams (gateway/warm.go).
+// response streams (gateway/warm/warm.go).
 type Budget interface {
 	// BudgetDraw reserves up to want bytes of the session's budget and
 	// returns how many were granted (≥ 1). Errors: ErrBudgetExhausted,
@@ -327,8 +327,8 @@ type Budget interface {
 	BudgetReturn(ctx context.Context, sessionID string, n int64) error
 }
 
-// Slots are a session's leased concurrency slots (gateway/warm.go,
-// gateway/lease.go).
+// Slots are a session's leased concurrency slots (gateway/warm/warm.go,
+// gateway/warm/lease.go).
 type Slots interface {
 	// SlotAcquire leases one of the session's concurrency slots to holder
 	// until now+lease. Errors: ErrNoSlot.
@@ -375,7 +375,7 @@ type Admin interface {
 }
 
 // Sweeper ends expired sessions and clears lapsed slot leases
-// (gateway/retention.go).
+// (gateway/upkeep.go).
 type Sweeper interface {
 	// SessionSweep ends expired sessions, clears lapsed leases and
 	// deletes dead console sessions, at most limit of each. Safe to run

@@ -65,7 +65,7 @@ var (
 		"This transfer session has sent all the data it may send. Open the original download link again if it allows another download."}
 	TooManyRequests = Problem{http.StatusTooManyRequests, "too-many-concurrent-requests", "Too many concurrent requests for this session",
 		"Too many downloads of this transfer are running at once. Wait a moment and try again."}
-	// A client that keeps drawing refusals on one token (gateway/refusals.go).
+	// A client that keeps drawing refusals on one token (gateway/public/refusals.go).
 	TooManyRefusals = Problem{http.StatusTooManyRequests, "too-many-refusals", "Too many refused requests for this address",
 		"This address was refused too many times in a row. Wait a few minutes before you try again."}
 	BadRequest         = Problem{http.StatusBadRequest, "bad-request", "Bad request", "The request could not be understood."}
@@ -97,7 +97,7 @@ var (
 		"The request took too long to arrive. Nothing was used up; try again."}
 )
 
-// The answers of object deletion (SPEC §6, gateway/admin_objects.go).
+// The answers of object deletion (SPEC §6, gateway/admin/objects.go).
 var (
 	VersionNotStored = Problem{http.StatusNotFound, "object-version-not-found",
 		"No version the gateway stored has that key and version id", ""}

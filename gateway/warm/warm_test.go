@@ -65,7 +65,7 @@ func newTestWarm(l *fakeWarmLedger, keep int64) *Sessions {
 
 var warmRow = &ledger.Session{ID: "s1", LinkID: "l1", TokenHash: []byte("h1"), ByteBudget: 1 << 40, MaxConcurrency: 64}
 
-// One request runs through begin, its draws and end, as serveRanges does.
+// One request runs through begin, its draws and end, as the session meter does.
 func warmRequest(t *testing.T, w *Sessions, need, ahead int64, complete bool) {
 	t.Helper()
 	ctx := context.Background()

@@ -289,7 +289,7 @@ func (l *Limiter) Refused(k Key, now time.Time, n int) (p Penalty, started bool)
 }
 
 // Hold asks to hold one request of k under penalty (the gateway delays
-// its answer, see gateway/refusals.go). At most HeldPerKey requests of a
+// its answer, see gateway/public/refusals.go). At most HeldPerKey requests of a
 // key are held at once; each granted Hold must be followed by Release.
 func (l *Limiter) Hold(k Key) bool {
 	s := l.lock(k)

@@ -41,7 +41,7 @@ import (
 //     the peer.
 //
 // HTTP/1.1 connections are left unbatched: a session response there is
-// charged what its socket carried (gateway/acked.go), which bytes still
+// charged what its socket carried (gateway/deliver/acked.go), which bytes still
 // in a batch would hide from the kernel's counters.
 
 // batchMax is the most a batchConn holds unwritten: four 16 KiB records.

@@ -26,7 +26,7 @@ import (
 )
 
 // The gateway's problem type for a link it does not serve
-// (gateway/problems.go: ProblemBase + probLinkUnavailable).
+// (gateway/problem/problem.go: ProblemBase + probLinkUnavailable).
 const (
 	problemHead = `{"type":"https://dlgate.dev/problems/link-unavailable","title":"This link is no longer available","status":404,"request_id":"`
 	problemTail = "\"}\n"
