@@ -86,6 +86,19 @@ type Filer interface {
 	File() *os.File
 }
 
+// Splicer is an optional ability of a reader returned by Open: the reader
+// can move its bytes to a writer itself, without reading them into the
+// process. An S3 body over plain HTTP (storage/s3) is one: its WriteNTo
+// hands its connection to the writer's ReadFrom, so that the kernel
+// splices the bytes from the store's socket to the client's.
+// SetReadDeadline bounds each wait on the store; a passed one fails
+// WriteNTo with an error wrapping os.ErrDeadlineExceeded, and the copy
+// can go on once it is moved.
+type Splicer interface {
+	WriteNTo(w io.Writer, n int64) (int64, error)
+	SetReadDeadline(t time.Time) error
+}
+
 // Pinger is an optional ability of a Store: a cheap reachability check for
 // readiness probes.
 type Pinger interface {

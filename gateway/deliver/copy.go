@@ -46,7 +46,7 @@ const writeSlice = 1 << 20
 // must: when src is a file (storage.Filer) each slice goes through an
 // *io.LimitedReader over the *os.File, which net/http hands to the
 // kernel's sendfile; when src arrives on a connection it can hand over
-// (connSource: S3 over plain HTTP), the kernel splices it from socket to
+// (storage.Splicer: S3 over plain HTTP), the kernel splices it from socket to
 // socket. Anything else is read into a pooled buffer and written.
 func (p *Pipeline) copyN(w http.ResponseWriter, rc *http.ResponseController, src io.Reader, n int64) (int64, error) {
 	// A whole version from a file is hashed beside the copy; its last
@@ -102,28 +102,16 @@ func (p *Pipeline) copyN(w http.ResponseWriter, rc *http.ResponseController, src
 // instead of allocating one per call.
 type writerOnly struct{ io.Writer }
 
-// connSource is a store body that can move its bytes to the response
-// itself, without reading them into the process: an S3 body over plain
-// HTTP (storage/s3), whose WriteNTo hands its connection to the
-// response's ReadFrom, so that the kernel splices the bytes from the
-// store's socket to the client's. SetReadDeadline bounds each wait on the
-// store; a passed one fails WriteNTo with an error wrapping
-// os.ErrDeadlineExceeded, and the copy can go on once it is moved.
-type connSource interface {
-	WriteNTo(w io.Writer, n int64) (int64, error)
-	SetReadDeadline(t time.Time) error
-}
-
-// spliced is a connSource found inside the gateway's wrappers of a body
+// spliced is a storage.Splicer found inside the gateway's wrappers of a body
 // (spliceSourceOf): the watch whose idle timeout bounds it, and the bytes
 // a peek took out of it before the status line, still to be written.
 type spliced struct {
-	src    connSource
+	src    storage.Splicer
 	watch  *storeWatch
 	prefix *prefixed
 }
 
-// spliceSourceOf finds the connSource in src, or returns a zero spliced.
+// spliceSourceOf finds the storage.Splicer in src, or returns a zero spliced.
 func spliceSourceOf(src io.Reader) spliced {
 	var sp spliced
 	for {
@@ -134,7 +122,7 @@ func spliceSourceOf(src io.Reader) spliced {
 		case *idleReader:
 			sp.watch = r.w
 			src = r.body
-		case connSource:
+		case storage.Splicer:
 			sp.src = r
 			return sp
 		default:

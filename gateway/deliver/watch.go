@@ -109,7 +109,7 @@ func (w *storeWatch) explain(err error) error {
 
 // reader bounds each Read of body by the idle timeout. A file keeps its
 // storage.Filer ability, so the kernel can still sendfile it: its reads
-// cannot be interrupted anyway. A body that can splice (connSource) keeps
+// cannot be interrupted anyway. A body that can splice (storage.Splicer) keeps
 // it through the wrapper: copyN finds it, and bounds its waits with
 // splice.
 func (w *storeWatch) reader(body io.ReadCloser) io.ReadCloser {
@@ -190,7 +190,7 @@ func (r *idleReader) Close() error {
 	return r.body.Close()
 }
 
-// splice moves n bytes of src to dst in the kernel (connSource.WriteNTo),
+// splice moves n bytes of src to dst in the kernel (storage.Splicer.WriteNTo),
 // under the limit reader puts on Reads: the store may leave the response
 // waiting at most the idle timeout for its next byte, while time spent
 // on a slow client does not count. Inside one kernel copy the two waits
@@ -201,7 +201,7 @@ func (r *idleReader) Close() error {
 // when those add up to the idle timeout: after between 1 and 9/8 idle
 // timeouts without a byte. A deadline error past writeDeadline, the
 // client's, is the client's failure and is returned as it is.
-func (w *storeWatch) splice(dst io.Writer, src connSource, n int64, writeDeadline time.Time) (int64, error) {
+func (w *storeWatch) splice(dst io.Writer, src storage.Splicer, n int64, writeDeadline time.Time) (int64, error) {
 	window := max(w.idle/8, time.Millisecond)
 	var done int64
 	quiet := time.Now() // since when the store has moved nothing

@@ -10,8 +10,6 @@ import (
 	"github.com/dlgate/dlgate/storage"
 )
 
-var _ storage.Deleter = (*Store)(nil)
-
 // Delete removes version v of its key: its data and metadata files, after
 // moving the key's pointer off it when it was the current version (to the
 // newest version left, or away when none is). Other versions' files are

@@ -97,6 +97,14 @@ func (s *Store) Close() error {
 	return s.root.Close()
 }
 
+// The store and the abilities it has, composed once here (STYLE: tusd's
+// StoreComposer): the gateway finds them by type assertion.
+var (
+	_ storage.Store   = (*Store)(nil)
+	_ storage.Pinger  = (*Store)(nil)
+	_ storage.Deleter = (*Store)(nil)
+)
+
 // Ping reports whether the root directory is still reachable under the
 // path it was opened with. It returns an error wrapping
 // storage.ErrUnavailable otherwise.

@@ -21,6 +21,9 @@ import (
 // its end without error; closing it earlier, an error, or a cancelled
 // context closes the connection instead. It is not safe for concurrent
 // use, like any response body.
+// A body on a connection of the store's own can splice (storage.Splicer).
+var _ storage.Splicer = (*connBody)(nil)
+
 type connBody struct {
 	c    *connClient
 	pc   *conn

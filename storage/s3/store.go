@@ -194,6 +194,14 @@ func NewFromClient(api API, defaultBucket string, opts ...Option) *Store {
 	return s
 }
 
+// The store and the abilities it has, composed once here (STYLE: tusd's
+// StoreComposer): the gateway finds them by type assertion.
+var (
+	_ storage.Store   = (*Store)(nil)
+	_ storage.Pinger  = (*Store)(nil)
+	_ storage.Deleter = (*Store)(nil)
+)
+
 // Ping checks that the default bucket is reachable with the configured
 // credentials. Errors: storage.ErrTimeout, storage.ErrUnavailable (also
 // when the bucket does not exist: that is a configuration fault, not a
