@@ -213,7 +213,7 @@ func (s *Server) handleGrants(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	p, err := s.admin.GrantList(r.Context(), mux.Vars(r)["id"], q.Get("cursor"), limit)
+	p, err := s.admin.GrantList(r.Context(), ledger.GrantQuery{LinkID: mux.Vars(r)["id"], Cursor: q.Get("cursor"), Limit: limit})
 	if err != nil {
 		s.fail(w, r, err, probNotFound)
 		return

@@ -278,7 +278,9 @@ func (s *Server) affinitySession(w http.ResponseWriter, r *http.Request, l *ledg
 	if !a.on {
 		return nil, true
 	}
-	x, err := s.claims.SessionGetByAffinity(r.Context(), l.ID, c.Account, a.lookup)
+	// need 1: today's rule for a Range and a HEAD (budget left, or a
+	// request of the session still streaming).
+	x, err := s.claims.SessionGetByAffinity(r.Context(), l.ID, c.Account, a.lookup, 1)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return nil, true
 	}

@@ -8,6 +8,9 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/pressly/goose/v3"
 )
@@ -46,4 +49,26 @@ func Up(ctx context.Context, db *sql.DB, dialect string) error {
 		return fmt.Errorf("migrations: %w", err)
 	}
 	return nil
+}
+
+// Versions returns the versions of dialect's migrations in order: the
+// numbers that start their file names. They need not be contiguous: a
+// number may be reserved for a change that lands later.
+func Versions(dialect string) ([]int64, error) {
+	names, err := fs.Glob(files, dialect+"/*.sql")
+	if err != nil || len(names) == 0 {
+		return nil, fmt.Errorf("migrations: no migrations for dialect %q", dialect)
+	}
+	var out []int64
+	for _, name := range names {
+		base := strings.TrimPrefix(name, dialect+"/")
+		num, _, _ := strings.Cut(base, "_")
+		v, err := strconv.ParseInt(num, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("migrations: %s: no version number", name)
+		}
+		out = append(out, v)
+	}
+	slices.Sort(out)
+	return out, nil
 }
