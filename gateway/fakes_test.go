@@ -83,9 +83,9 @@ func (f *fakeLedger) AllowanceAdd(ctx context.Context, id string, n int, reason 
 	return f.Ledger.AllowanceAdd(ctx, id, n, reason)
 }
 
-func (f *fakeLedger) GrantList(ctx context.Context, linkID, cursor string, limit int) (ledger.Page, error) {
+func (f *fakeLedger) GrantList(ctx context.Context, q ledger.GrantQuery) (ledger.Page, error) {
 	f.count("Grants")
-	return f.Ledger.GrantList(ctx, linkID, cursor, limit)
+	return f.Ledger.GrantList(ctx, q)
 }
 
 func (f *fakeLedger) LinkList(ctx context.Context, q ledger.ListQuery) (ledger.LinkPage, error) {
@@ -103,9 +103,9 @@ func (f *fakeLedger) SessionMint(ctx context.Context, req ledger.MintRequest) (*
 	return f.Ledger.SessionMint(ctx, req)
 }
 
-func (f *fakeLedger) SessionGetByAffinity(ctx context.Context, linkID, account string, keys []string) (*ledger.Session, error) {
+func (f *fakeLedger) SessionGetByAffinity(ctx context.Context, linkID, account string, keys []string, need int64) (*ledger.Session, error) {
 	f.count("SessionGetByAffinity")
-	return f.Ledger.SessionGetByAffinity(ctx, linkID, account, keys)
+	return f.Ledger.SessionGetByAffinity(ctx, linkID, account, keys, need)
 }
 
 func (f *fakeLedger) SessionGetByTokenHash(ctx context.Context, hash []byte) (*ledger.Session, error) {

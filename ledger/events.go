@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -11,13 +12,19 @@ import (
 // Webhook event types (SPEC §6). Each is written to the outbox in the
 // transaction of the change it names.
 const (
-	EventLinkCreated    = "link.created"
-	EventLinkRevoked    = "link.revoked"
-	EventLinkExhausted  = "link.exhausted"
-	EventGrantCreated   = "grant.created"
-	EventGrantRefunded  = "grant.refunded"
-	EventSessionCreated = "session.created"
-	EventObjectDeleted  = "object.deleted"
+	EventLinkCreated   = "link.created"
+	EventLinkRevoked   = "link.revoked"
+	EventLinkExhausted = "link.exhausted"
+	EventGrantCreated  = "grant.created"
+	EventGrantRefunded = "grant.refunded"
+	// EventGrantDelivered: the grant's client acknowledged every byte of
+	// the version, once per grant.
+	EventGrantDelivered = "grant.delivered"
+	// EventGrantInterrupted: a stream response ended short (once per
+	// attempt), or a session ended without full coverage (once).
+	EventGrantInterrupted = "grant.interrupted"
+	EventSessionCreated   = "session.created"
+	EventObjectDeleted    = "object.deleted"
 )
 
 // Event is one webhook event, and its JSON form is the body a receiver
@@ -66,6 +73,19 @@ type EventData struct {
 	// "Audit"); null when the gateway made it itself (the sweeper,
 	// retention).
 	Actor *EventActor `json:"actor,omitempty"`
+	// Size, BytesAcked, Coverage, Attempts, Measured and DeliveredAt are
+	// the grant's Delivery after the change, in grant.delivered and
+	// grant.interrupted; Size is the object version's.
+	Size        *int64     `json:"size,omitempty"`
+	BytesAcked  *int64     `json:"bytes_acked,omitempty"`
+	Coverage    *float64   `json:"coverage,omitempty"`
+	Attempts    *int       `json:"attempts,omitempty"`
+	Measured    *bool      `json:"measured,omitempty"`
+	DeliveredAt *time.Time `json:"delivered_at,omitempty"`
+	// Reason says why grant.interrupted: a stream response that ended
+	// short, or the session's end (InterruptedEndedShort, …Expired, …Revoked,
+	// …BudgetSpent).
+	Reason string `json:"reason,omitempty"`
 }
 
 // EventActor names the key of an admin call in the events it causes, as
@@ -82,6 +102,14 @@ func EventActorOf(a *Actor) *EventActor {
 	}
 	return &EventActor{KeyID: a.KeyID, KeyName: a.KeyName}
 }
+
+// Reasons of grant.interrupted.
+const (
+	InterruptedEndedShort  = "ended_short"
+	InterruptedExpired     = "expired"
+	InterruptedRevoked     = "revoked"
+	InterruptedBudgetSpent = "budget_spent"
+)
 
 // EventObject names an object version in link events and object.deleted.
 type EventObject struct {
@@ -102,18 +130,22 @@ type EventObject struct {
 // session_id of a stream grant), as the admin API writes them, so that a
 // receiver can tell "anonymous" from "not sent".
 var eventFields = map[string][]string{
-	EventLinkCreated:    linkEventFields,
-	EventLinkRevoked:    linkEventFields,
-	EventGrantCreated:   grantEventFields,
-	EventGrantRefunded:  grantEventFields,
-	EventSessionCreated: {"link_id", "grant_id", "session_id", "account_id", "client", "expires_at", "byte_budget", "max_concurrency"},
-	EventLinkExhausted:  {"link_id", "account_id", "downloads", "remaining", "expires_at"},
-	EventObjectDeleted:  {"object", "actor"},
+	EventLinkCreated:      linkEventFields,
+	EventLinkRevoked:      linkEventFields,
+	EventGrantCreated:     grantEventFields,
+	EventGrantRefunded:    grantEventFields,
+	EventGrantDelivered:   append(slices.Clone(deliveryEventFields), "delivered_at"),
+	EventGrantInterrupted: append(slices.Clone(deliveryEventFields), "reason"),
+	EventSessionCreated:   {"link_id", "grant_id", "session_id", "account_id", "client", "expires_at", "byte_budget", "max_concurrency"},
+	EventLinkExhausted:    {"link_id", "account_id", "downloads", "remaining", "expires_at"},
+	EventObjectDeleted:    {"object", "actor"},
 }
 
 var (
 	linkEventFields  = []string{"link_id", "account_id", "downloads", "remaining", "delivery", "filename", "expires_at", "object", "actor"}
 	grantEventFields = []string{"link_id", "grant_id", "session_id", "account_id", "client", "kind", "downloads", "remaining", "expires_at", "sha256"}
+	// deliveryEventFields begin grant.delivered and grant.interrupted.
+	deliveryEventFields = []string{"link_id", "grant_id", "session_id", "account_id", "client", "kind", "size", "bytes_acked", "coverage", "attempts", "measured"}
 )
 
 // EventFields returns the data fields of events of type typ, nil for an
@@ -189,6 +221,20 @@ func (d *EventData) field(name string) (any, error) {
 		return orNull(d.SHA256), nil
 	case "actor":
 		return d.Actor, nil
+	case "size":
+		return d.Size, nil
+	case "bytes_acked":
+		return d.BytesAcked, nil
+	case "coverage":
+		return d.Coverage, nil
+	case "attempts":
+		return d.Attempts, nil
+	case "measured":
+		return d.Measured, nil
+	case "delivered_at":
+		return d.DeliveredAt, nil
+	case "reason":
+		return d.Reason, nil
 	}
 	return nil, fmt.Errorf("unknown data field %q", name)
 }

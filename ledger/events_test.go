@@ -65,7 +65,8 @@ func anonymous(typ string) ledger.Event {
 func TestEventDataHasExactlyTheDocumentedFields(t *testing.T) {
 	docFields, docObject := documentedEvents(t)
 	types := []string{ledger.EventLinkCreated, ledger.EventLinkRevoked, ledger.EventLinkExhausted, ledger.EventGrantCreated,
-		ledger.EventGrantRefunded, ledger.EventSessionCreated, ledger.EventObjectDeleted}
+		ledger.EventGrantRefunded, ledger.EventGrantDelivered, ledger.EventGrantInterrupted, ledger.EventSessionCreated,
+		ledger.EventObjectDeleted}
 	if len(docFields) != len(types) {
 		t.Errorf("docs/api.md documents %d event types (%v), the ledger writes %d", len(docFields), docFields, len(types))
 	}

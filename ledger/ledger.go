@@ -133,6 +133,10 @@ type Link struct {
 	Confirm        bool
 	Session        SessionSettings
 	IdempotencyKey string // admin create; "" when none
+	// Retries is how many times the client of an interrupted stream
+	// download may download it again under the same grant, 0 to
+	// MaxRetries (SPEC §1; GrantRetryBegin).
+	Retries int
 	// ReadAt is the database's clock when the row was read by a lookup
 	// (zero elsewhere). Checks made on the row judge time by it, so a
 	// gateway whose own clock is off still agrees with the database.
@@ -142,7 +146,10 @@ type Link struct {
 // LinkStatus is a link with its counts, for the admin API.
 type LinkStatus struct {
 	Link
-	Grants         map[string]int // count by status
+	Grants map[string]int // count by status
+	// Deliveries counts the grants by delivery status, every status
+	// present.
+	Deliveries     map[DeliveryStatus]int
 	ActiveSessions int
 }
 
@@ -160,6 +167,8 @@ type Grant struct {
 	// AffinityReuses counts the requests session affinity sent to the
 	// grant's session instead of claiming again (SPEC §5).
 	AffinityReuses int64
+	// Delivery is what the grant's client acknowledged (SPEC §1).
+	Delivery Delivery
 }
 
 // ClaimRequest asks to spend one allowance of a link.
@@ -212,7 +221,11 @@ type MintRequest struct {
 	// account already has a live session of this link, that session is
 	// returned (created=false) and nothing is claimed. Concurrent first
 	// requests are decided by a unique key, so they make one session.
-	// IdempotencyKey is ignored with Affinity.
+	// IdempotencyKey is ignored with Affinity. The mint is a GET without
+	// Range, which wants the whole object: the client's session is reused
+	// only when its undrawn budget covers the whole object
+	// (Session.Usable with need the object's size), else the GET claims
+	// anew.
 	Affinity bool
 	// AffinityKeys name the client within the (link, account) scope when
 	// it is not the account itself (nil: the verified account of an
@@ -229,14 +242,28 @@ type MintRequest struct {
 // MaxAffinityKey is the longest client key of MintRequest.AffinityKeys.
 const MaxAffinityKey = 64
 
-// Usable reports whether s can still serve bytes at now with budget left:
-// what session affinity (SPEC §5) asks of a session before sending a
-// client back to it. A budget wholly drawn while a request of the session
-// still holds a slot is not spent yet: processes give back what they drew
-// and did not send, so the client goes back to its session rather than
-// spending another download.
-func (s *Session) Usable(now time.Time) bool {
-	return s.Refusal(now) == "" && (s.BytesDrawn < s.ByteBudget || s.Streaming)
+// Usable reports whether s can still serve a request that needs need body
+// bytes at now: what session affinity (SPEC §5) asks of a session before
+// sending a client back to it.
+//
+// A request that wants the whole object (a GET without Range: need is the
+// object's size) goes back only when the undrawn budget covers all of it;
+// otherwise it would be sent to a session that cuts it short or answers
+// 403 while the link still has downloads (issue 23: a spent session whose
+// slot was still held in its idle window). A ranged request (need ≤ 1)
+// goes back while any budget is left, and also when a request of the
+// session still holds a slot with the budget wholly drawn: processes give
+// back what they drew and did not send, so a resume goes to its session
+// rather than spending another download.
+func (s *Session) Usable(now time.Time, need int64) bool {
+	if s.Refusal(now) != "" {
+		return false
+	}
+	left := s.ByteBudget - s.BytesDrawn
+	if need <= 1 {
+		return left >= 1 || s.Streaming
+	}
+	return left >= need
 }
 
 // SweepResult counts what one Sweep call did.
@@ -296,13 +323,15 @@ type Claims interface {
 	// idempotency key already used for (link, account) it returns the
 	// existing session and created=false, claiming nothing. Errors as Claim.
 	SessionMint(ctx context.Context, req MintRequest) (s *Session, created bool, err error)
-	// SessionGetByAffinity returns the usable session (live, budget left)
-	// that session affinity (SPEC §5) gave the client on the link: the
-	// account when keys is nil, else the newest session of the first of
-	// keys that ever had one (see MintRequest.AffinityKeys). Errors:
-	// ErrNotFound when there is none (or it died), ErrInvalid,
+	// SessionGetByAffinity returns the session that session affinity (SPEC
+	// §5) gave the client on the link, when it is usable for a request
+	// that needs need bytes (Session.Usable: the object's size for a
+	// request without Range, 1 for a ranged one): the account when keys
+	// is nil, else the newest session of the first of keys that ever had
+	// one (see MintRequest.AffinityKeys). Errors: ErrNotFound when there
+	// is none (or it died, or cannot serve need), ErrInvalid,
 	// ErrUnavailable.
-	SessionGetByAffinity(ctx context.Context, linkID, account string, keys []string) (*Session, error)
+	SessionGetByAffinity(ctx context.Context, linkID, account string, keys []string, need int64) (*Session, error)
 	// SessionNoteAffinityReuse records that session affinity sent a request to
 	// the session instead of claiming (shown on its grant). Errors:
 	// ErrUnavailable.
@@ -359,8 +388,10 @@ type Admin interface {
 	// AllowanceAdd adds n ≥ 1 to the link's allowance and remaining,
 	// recording the reason. Errors: ErrNotFound, ErrInvalid.
 	AllowanceAdd(ctx context.Context, id string, n int, reason string) error
-	// GrantList lists the link's grants newest first. Errors: ErrNotFound.
-	GrantList(ctx context.Context, linkID, cursor string, limit int) (Page, error)
+	// GrantList lists a link's grants newest first, each with its
+	// Delivery, filtered by delivery status (one index range scan).
+	// Errors: ErrNotFound, ErrInvalid (bad cursor or delivery status).
+	GrantList(ctx context.Context, q GrantQuery) (Page, error)
 	// LinkList lists links newest first (created_at, then id,
 	// descending), one page at a time, with their counts. Errors:
 	// ErrInvalid (bad cursor, limit or state), ErrUnavailable.
@@ -377,11 +408,23 @@ type Admin interface {
 // Sweeper ends expired sessions and clears lapsed slot leases
 // (gateway/upkeep.go).
 type Sweeper interface {
-	// SessionSweep ends expired sessions, clears lapsed leases and
-	// deletes dead console sessions, at most limit of each. Safe to run
-	// in many processes at once.
+	// SessionSweep ends sessions that expired, were revoked or spent their
+	// budget (wholly drawn, no slot leased, no process's report for
+	// SpentGrace), clears lapsed leases and deletes dead console
+	// sessions, at most limit of each; a session's grant that is not
+	// complete gets grant.interrupted in the transaction that ends it.
+	// Safe to run in many processes at once.
 	SessionSweep(ctx context.Context, limit int) (SweepResult, error)
 }
+
+// SpentGrace is how long the sweeper waits after the last report of any
+// process on a session whose budget is wholly drawn and whose slots are
+// all free before it ends the session: a process keeps what it drew and
+// did not send for about a second after a request (the gateway's warm
+// sessions) and gives it back with its report, so a session is spent for
+// good only once no process reported for a while. A minute is sixty
+// times that second, and four sweeps.
+const SpentGrace = time.Minute
 
 // Health is the readiness check and the end of the pool (gateway
 // /readyz, cmd/gateway).
@@ -399,6 +442,7 @@ type Health interface {
 // ConsoleSessions the operators' credentials and what they did.
 type Ledger interface {
 	Claims
+	Deliveries
 	Sessions
 	Budget
 	Slots
@@ -447,6 +491,18 @@ func ParseLinkState(s string) (LinkState, error) {
 		return st, nil
 	}
 	return "", fmt.Errorf("%w: state must be active, exhausted, expired or revoked", ErrInvalid)
+}
+
+// GrantQuery selects a page of a link's grants.
+type GrantQuery struct {
+	LinkID string
+	// Cursor is the Next of the previous page, "" for the first page.
+	Cursor string
+	// Limit is the page size, 1 to MaxListLimit; anything else means
+	// DefaultListLimit.
+	Limit int
+	// Delivery keeps the grants of that delivery status; "" keeps all.
+	Delivery DeliveryStatus
 }
 
 // Listing limits.
@@ -504,6 +560,8 @@ func (l *Link) Validate() error {
 		return fmt.Errorf("%w: a pinned object version is required", ErrInvalid)
 	case l.ExpiresAt.IsZero():
 		return fmt.Errorf("%w: expiry is required", ErrInvalid)
+	case l.Retries < 0 || l.Retries > MaxRetries:
+		return fmt.Errorf("%w: retries must be between 0 and %d", ErrInvalid, MaxRetries)
 	}
 	return nil
 }

@@ -221,7 +221,7 @@ func (h *Handler) Grants(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	p, err := h.Admin.GrantList(r.Context(), mux.Vars(r)["id"], q.Get("cursor"), limit)
+	p, err := h.Admin.GrantList(r.Context(), ledger.GrantQuery{LinkID: mux.Vars(r)["id"], Cursor: q.Get("cursor"), Limit: limit})
 	if err != nil {
 		problem.Fail(h.Log, w, r, err, problem.NotFound)
 		return

@@ -86,7 +86,10 @@ func (h *Handler) affinitySession(c *call, l *ledger.Link) (*ledger.Session, err
 	if !a.on {
 		return nil, nil
 	}
-	x, err := h.Claims.SessionGetByAffinity(c.ctx, l.ID, c.caller.Account, a.lookup)
+	// need 1: a Range or a HEAD goes to a session with budget left, or
+	// with a request of it still streaming (an unranged GET's mint asks
+	// for the whole object instead, SessionMint).
+	x, err := h.Claims.SessionGetByAffinity(c.ctx, l.ID, c.caller.Account, a.lookup, 1)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return nil, nil
 	}

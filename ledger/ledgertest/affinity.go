@@ -37,7 +37,7 @@ func exerciseAffinity(t *testing.T, newLedger NewLedger) {
 			t.Fatalf("after affinity mints: %+v, want one claim", st)
 		}
 		for id := range ids {
-			got, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "alice", nil)
+			got, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "alice", nil, 1)
 			if err != nil || got.ID != id {
 				t.Fatalf("SessionGetByAffinity = %+v, %v; want %s", got, err, id)
 			}
@@ -54,7 +54,7 @@ func exerciseAffinity(t *testing.T, newLedger NewLedger) {
 		if err := e.l.SessionRevoke(e.ctx, first.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "alice", nil); !errors.Is(err, ledger.ErrNotFound) {
+		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "alice", nil, 1); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("SessionGetByAffinity of a revoked session: %v, want ErrNotFound", err)
 		}
 		_, ids := concurrentSessions(t, 10, func(int) (*ledger.Session, bool, error) { return e.mintAffinity(l, "alice") })
@@ -80,8 +80,60 @@ func exerciseAffinity(t *testing.T, newLedger NewLedger) {
 		}
 		_, _, err := e.mintAffinity(l, "mallory")
 		wantReason(t, err, ledger.ReasonWrongAccount)
-		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "mallory", nil); !errors.Is(err, ledger.ErrNotFound) {
+		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "mallory", nil, 1); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("SessionGetByAffinity for another account: %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("AGetWithoutRangeGoesToASessionOnlyWhenItsBudgetCoversTheObject", func(t *testing.T) {
+		// Issue 23: the third of three quick whole downloads of a
+		// 2-download link with a budget of twice the size was sent to the
+		// spent session, whose slot was still held in its idle window,
+		// and answered 403 while the link had a download left. The race
+		// is forced here: the budget wholly drawn, a slot held.
+		t.Parallel()
+		e := setup(t, newLedger)
+		l := e.MustLink(t, 2, bound) // a 1000-byte object
+		x, created, err := e.mintAffinity(l, "alice")
+		if err != nil || !created || x.ByteBudget != 1000 {
+			t.Fatalf("first mint = %+v, %v, %v", x, created, err)
+		}
+		if err := e.l.SlotAcquire(e.ctx, x.ID, "idle", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.l.BudgetDraw(e.ctx, x.ID, 1000); err != nil || got != 1000 {
+			t.Fatalf("BudgetDraw = %d, %v", got, err)
+		}
+		// A Range or a HEAD keeps today's rule: the held slot may give
+		// budget back.
+		if got, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "alice", nil, 1); err != nil || got.ID != x.ID {
+			t.Fatalf("SessionGetByAffinity(need 1) = %+v, %v; want the session", got, err)
+		}
+		// A GET without Range needs the whole object.
+		if got, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "alice", nil, 1000); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("SessionGetByAffinity(need 1000) = %+v, %v; want ErrNotFound", got, err)
+		}
+		y, created, err := e.mintAffinity(l, "alice")
+		if err != nil || !created || y.ID == x.ID {
+			t.Fatalf("the whole GET's mint = %+v, %v, %v; want a new session", y, created, err)
+		}
+		if st := e.mustStatus(t, l.ID); st.Remaining != 0 || st.Grants[ledger.StatusGranted] != 2 {
+			t.Fatalf("after the second mint: %+v, want two claims", st)
+		}
+		// Exactly the object's size left covers it; a byte less does not.
+		if got, err := e.l.BudgetDraw(e.ctx, y.ID, 1); err != nil || got != 1 {
+			t.Fatalf("BudgetDraw = %d, %v", got, err)
+		}
+		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "alice", nil, 1000); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("999 bytes left for a whole GET of 1000: %v, want ErrNotFound", err)
+		}
+		if err := e.l.BudgetReturn(e.ctx, y.ID, 1); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "alice", nil, 1000); err != nil || got.ID != y.ID {
+			t.Fatalf("1000 bytes left for a whole GET of 1000: %+v, %v; want the session", got, err)
+		}
+		if again, created, err := e.mintAffinity(l, "alice"); err != nil || created || again.ID != y.ID {
+			t.Fatalf("the next whole GET's mint = %+v, %v, %v; want the second session", again, created, err)
 		}
 	})
 	t.Run("ASessionIsBoundOnlyWhenItsLinkIs", func(t *testing.T) {

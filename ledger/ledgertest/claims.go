@@ -143,7 +143,7 @@ func exerciseClaims(t *testing.T, newLedger NewLedger) {
 				ok = append(ok, g.ID)
 			}
 		}
-		p, err := e.l.GrantList(e.ctx, l.ID, "", 100)
+		p, err := e.l.GrantList(e.ctx, ledger.GrantQuery{LinkID: l.ID, Cursor: "", Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}

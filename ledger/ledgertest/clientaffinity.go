@@ -77,7 +77,7 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 			t.Fatalf("after 20 first requests of one client: %+v, want one claim", st)
 		}
 		for id := range ids {
-			got, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"u:client-a"})
+			got, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"u:client-a"}, 1)
 			if err != nil || got.ID != id {
 				t.Fatalf("SessionGetByAffinity = %+v, %v; want %s", got, err, id)
 			}
@@ -100,7 +100,7 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 		if st := e.mustStatus(t, l.ID); st.Remaining != 1 || st.Grants[ledger.StatusGranted] != 2 {
 			t.Fatalf("two clients: %+v, want two claims", st)
 		}
-		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"u:client-c"}); !errors.Is(err, ledger.ErrNotFound) {
+		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"u:client-c"}, 1); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("SessionGetByAffinity of a client that minted nothing: %v, want ErrNotFound", err)
 		}
 	})
@@ -115,7 +115,7 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 			t.Fatalf("first mint = %v, %v", created, err)
 		}
 		for _, keys := range [][]string{{"c:cookie-1"}, {"u:client-a"}, {"c:cookie-1", "u:client-a"}, {"c:unknown", "u:client-a"}} {
-			got, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", keys)
+			got, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", keys, 1)
 			if err != nil || got.ID != first.ID {
 				t.Fatalf("SessionGetByAffinity(%q) = %+v, %v; want %s", keys, got, err, first.ID)
 			}
@@ -125,10 +125,10 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 			}
 		}
 		// Keys are compared exactly: _ in a key is no wildcard.
-		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"c:cookie_1"}); !errors.Is(err, ledger.ErrNotFound) {
+		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"c:cookie_1"}, 1); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("SessionGetByAffinity(c:cookie_1) = %v, want ErrNotFound", err)
 		}
-		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"c:cookie-"}); !errors.Is(err, ledger.ErrNotFound) {
+		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"c:cookie-"}, 1); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("SessionGetByAffinity of a prefix of the key = %v, want ErrNotFound", err)
 		}
 		if st := e.mustStatus(t, l.ID); st.Grants[ledger.StatusGranted] != 1 {
@@ -149,7 +149,7 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 		if err != nil || !created {
 			t.Fatal(created, err)
 		}
-		got, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"c:cookie-b", "u:shared"})
+		got, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"c:cookie-b", "u:shared"}, 1)
 		if err != nil || got.ID != b.ID || got.ID == a.ID {
 			t.Fatalf("SessionGetByAffinity(cookie b, shared address) = %+v, %v; want b's session %s", got, err, b.ID)
 		}
@@ -166,7 +166,7 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 		if got, err := e.l.BudgetDraw(e.ctx, first.ID, 100); err != nil || got != 100 {
 			t.Fatalf("BudgetDraw = %d, %v", got, err)
 		}
-		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"c:cookie-1", "u:client-a"}); !errors.Is(err, ledger.ErrNotFound) {
+		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"c:cookie-1", "u:client-a"}, 1); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("SessionGetByAffinity of a spent session: %v, want ErrNotFound", err)
 		}
 		created, ids := e.concurrentMints(t, l, 10, "c:cookie-1", "u:client-a")
@@ -210,13 +210,13 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 			t.Fatalf("BudgetDraw = %d, %v", got, err)
 		}
 		// The streaming request may give back what it did not send.
-		if got, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"u:client-a"}); err != nil || got.ID != x.ID {
+		if got, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"u:client-a"}, 1); err != nil || got.ID != x.ID {
 			t.Fatalf("SessionGetByAffinity while a request holds a slot = %+v, %v; want the session", got, err)
 		}
 		if err := e.l.SlotRelease(e.ctx, x.ID, "streaming"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"u:client-a"}); !errors.Is(err, ledger.ErrNotFound) {
+		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"u:client-a"}, 1); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("SessionGetByAffinity of a spent session no request holds: %v, want ErrNotFound", err)
 		}
 		// A lapsed lease is no request.
@@ -224,7 +224,7 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 			t.Fatal(err)
 		}
 		e.clock.Add(2 * time.Second)
-		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"u:client-a"}); !errors.Is(err, ledger.ErrNotFound) {
+		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"u:client-a"}, 1); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("SessionGetByAffinity of a spent session with a lapsed lease: %v, want ErrNotFound", err)
 		}
 	})
@@ -238,7 +238,7 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 		if err := e.l.LinkRevoke(e.ctx, l.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"u:client-a"}); !errors.Is(err, ledger.ErrNotFound) {
+		if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{"u:client-a"}, 1); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("SessionGetByAffinity after the link's revocation: %v, want ErrNotFound", err)
 		}
 		_, _, err := e.mintForClient(l, 1000, "u:client-a")
@@ -253,7 +253,7 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 			t.Fatal(err)
 		}
 		releaseAll(t, 3, func(int) error { return e.l.SessionNoteAffinityReuse(e.ctx, x.ID) })
-		p, err := e.l.GrantList(e.ctx, l.ID, "", 10)
+		p, err := e.l.GrantList(e.ctx, ledger.GrantQuery{LinkID: l.ID, Cursor: "", Limit: 10})
 		if err != nil || len(p.Grants) != 1 || p.Grants[0].SessionID != x.ID || p.Grants[0].AffinityReuses != 3 {
 			t.Fatalf("Grants = %+v, %v; want the session's grant with 3 reuses", p, err)
 		}
@@ -270,7 +270,7 @@ func exerciseClientAffinity(t *testing.T, newLedger NewLedger) {
 			if _, _, err := e.mintForClient(l, 1000, k); !errors.Is(err, ledger.ErrInvalid) {
 				t.Errorf("mint with key %q: %v, want ErrInvalid", k, err)
 			}
-			if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{k}); !errors.Is(err, ledger.ErrInvalid) {
+			if _, err := e.l.SessionGetByAffinity(e.ctx, l.ID, "", []string{k}, 1); !errors.Is(err, ledger.ErrInvalid) {
 				t.Errorf("SessionGetByAffinity with key %q: %v, want ErrInvalid", k, err)
 			}
 		}

@@ -74,7 +74,7 @@ func exerciseInputs(t *testing.T, newLedger NewLedger) {
 			if c == "" {
 				continue // the first page
 			}
-			if _, err := e.l.GrantList(e.ctx, l.ID, c, 10); !errors.Is(err, ledger.ErrInvalid) {
+			if _, err := e.l.GrantList(e.ctx, ledger.GrantQuery{LinkID: l.ID, Cursor: c, Limit: 10}); !errors.Is(err, ledger.ErrInvalid) {
 				t.Errorf("Grants(cursor %q) = %v, want ErrInvalid", c, err)
 			}
 		}

@@ -132,7 +132,7 @@ func exerciseLinks(t *testing.T, newLedger NewLedger) {
 		var got []string
 		cursor := ""
 		for pages := 0; ; pages++ {
-			p, err := e.l.GrantList(e.ctx, l.ID, cursor, 2)
+			p, err := e.l.GrantList(e.ctx, ledger.GrantQuery{LinkID: l.ID, Cursor: cursor, Limit: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +152,7 @@ func exerciseLinks(t *testing.T, newLedger NewLedger) {
 				t.Fatalf("grants %v, want newest first %v", got, ids)
 			}
 		}
-		if _, err := e.l.GrantList(e.ctx, l.ID, "%%%", 2); !errors.Is(err, ledger.ErrInvalid) {
+		if _, err := e.l.GrantList(e.ctx, ledger.GrantQuery{LinkID: l.ID, Cursor: "%%%", Limit: 2}); !errors.Is(err, ledger.ErrInvalid) {
 			t.Fatalf("bad cursor = %v, want ErrInvalid", err)
 		}
 	})

@@ -66,9 +66,10 @@ func ExerciseOutbox(t *testing.T, newLedger NewOutboxLedger) {
 		}
 
 		got := drain(t, e, o)
+		// The revocation ends the live session, which delivered nothing.
 		want := []string{ledger.EventLinkCreated, ledger.EventGrantCreated, ledger.EventGrantRefunded,
 			ledger.EventGrantCreated, ledger.EventSessionCreated, ledger.EventGrantCreated,
-			ledger.EventLinkExhausted, ledger.EventLinkRevoked}
+			ledger.EventLinkExhausted, ledger.EventLinkRevoked, ledger.EventGrantInterrupted}
 		if types := eventTypes(got); !slices.Equal(types, want) {
 			t.Fatalf("events = %v, want %v", types, want)
 		}
@@ -103,6 +104,9 @@ func ExerciseOutbox(t *testing.T, newLedger NewOutboxLedger) {
 		check(5, "last grant", ev[5].Data.GrantID == g3.ID && remaining(ev[5]) == 0)
 		check(6, "exhausted", remaining(ev[6]) == 0 && *ev[6].Data.Downloads == 2)
 		check(7, "revoked", ev[7].Timestamp.After(ev[0].Timestamp) || ev[7].Timestamp.Equal(ev[0].Timestamp))
+		check(8, "the session's grant interrupted by the revocation", ev[8].Data.GrantID == x.GrantID &&
+			ev[8].Data.SessionID == x.ID && ev[8].Data.Reason == ledger.InterruptedRevoked &&
+			ev[8].Data.Coverage != nil && *ev[8].Data.Coverage == 0)
 		ids := map[string]bool{}
 		for _, x := range got {
 			ids[x.ID] = true

@@ -51,7 +51,7 @@ func exerciseSessions(t *testing.T, newLedger NewLedger) {
 		if st.Remaining != 1 || st.ActiveSessions != 1 || st.Grants[ledger.StatusGranted] != 1 {
 			t.Fatalf("after mint: %+v", st)
 		}
-		p, _ := e.l.GrantList(e.ctx, l.ID, "", 10)
+		p, _ := e.l.GrantList(e.ctx, ledger.GrantQuery{LinkID: l.ID, Cursor: "", Limit: 10})
 		if len(p.Grants) != 1 || p.Grants[0].Kind != ledger.KindSession || p.Grants[0].SessionID != s.ID {
 			t.Fatalf("grants %+v", p.Grants)
 		}

@@ -111,6 +111,13 @@ func TestConformanceAsOnTiDB(t *testing.T) {
 		db.Webhooks = true
 		return db
 	})
+	t.Run("Delivery", func(t *testing.T) {
+		ledgertest.ExerciseDelivery(t, func(t *testing.T, clock ledger.Clock, events bool) ledger.Ledger {
+			db := open(t, clock)
+			db.Webhooks = events
+			return db
+		}, shared)
+	})
 	t.Run("AcrossProcesses", func(t *testing.T) { ledgertest.ExerciseAcrossProcesses(t, shared) })
 	t.Run("ObjectsAcrossProcesses", func(t *testing.T) { ledgertest.ExerciseObjectsAcrossProcesses(t, shared) })
 	t.Run("ClockSkew", func(t *testing.T) { ledgertest.ExerciseClockSkew(t, shared) })

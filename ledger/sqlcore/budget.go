@@ -43,15 +43,22 @@ func (s *DB) BudgetDraw(ctx context.Context, sessionID string, want int64) (int6
 	return 0, ledger.ErrBudgetExhausted
 }
 
-// BudgetReturn gives back n reserved bytes that were not sent.
+// BudgetReturn gives back n reserved bytes that were not sent, and notes
+// the report (reported_at, which the sweeper's rule for spent sessions
+// waits on).
 func (s *DB) BudgetReturn(ctx context.Context, sessionID string, n int64) error {
 	if n <= 0 {
 		return nil
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	// GREATEST/MAX guard: a return can never push the counter below zero
-	// even if a caller returned more than it drew.
-	_, err := s.exec(ctx, `UPDATE sessions SET bytes_drawn = CASE WHEN bytes_drawn > ? THEN bytes_drawn - ? ELSE 0 END WHERE id = ?`, n, n, sessionID)
+	_, err := s.exec(ctx, s.q(returnSQL), n, n, s.dbNow(), sessionID)
 	return err
 }
+
+// returnSQL gives back unsent budget and notes when a process reported on
+// the session, by the database's clock. The CASE is a floor: a return can
+// never push the counter below zero even if a caller returned more than
+// it drew. Arguments: n, n, now, session id.
+const returnSQL = `UPDATE sessions SET bytes_drawn = CASE WHEN bytes_drawn > ? THEN bytes_drawn - ? ELSE 0 END,
+  reported_at = {now} WHERE id = ?`

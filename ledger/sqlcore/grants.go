@@ -4,61 +4,127 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/sessions"
 )
 
-// GrantList lists the link's grants newest first. The cursor is opaque to
-// callers: the (created_at, id) of the last grant of the previous page.
-// Errors: ErrNotFound (unknown link), ErrInvalid (bad cursor).
-func (s *DB) GrantList(ctx context.Context, linkID, cursor string, limit int) (ledger.Page, error) {
-	if limit < 1 || limit > 500 {
-		limit = 100
+// grantColumns are a grant's columns with its delivery evidence, in
+// scanGrant's order: a session's grant reads its coverage from the
+// session row (grantFrom), where the session's reports merge it.
+const grantColumns = `g.id, g.link_id, g.kind, g.account_id, g.status, g.created_at, g.refunded_at, g.client,
+  g.session_id, COALESCE(s.affinity_reuses, 0), g.delivery_status, g.bytes_acked, g.delivery_written,
+  g.delivered_at, g.interrupted_at, g.attempts, g.attempts_ended, s.coverage, COALESCE(s.delivery_written, 0)`
+
+const grantFrom = ` FROM grants g LEFT JOIN sessions s ON s.id = g.session_id`
+
+// scanGrant scans grantColumns of a grant of an object version of *size
+// bytes (read after the scan, so a query may select the size beside the
+// grant: withMore).
+func scanGrant(r rowScanner, sizeOf *int64) (*ledger.Grant, error) {
+	var (
+		g                                ledger.Grant
+		account, session, coverage       nullStr
+		created, refunded, done, stopped timeCol
+		gWritten, sWritten               bool
+		ended                            int
+		d                                = &g.Delivery
+	)
+	err := r.Scan(&g.ID, &g.LinkID, &g.Kind, &account, &g.Status, &created, &refunded, &g.Client,
+		&session, &g.AffinityReuses, &d.Status, &d.BytesAcked, &gWritten,
+		&done, &stopped, &d.Attempts, &ended, &coverage, &sWritten)
+	if err != nil {
+		return nil, err
+	}
+	size := *sizeOf
+	g.AccountID, g.SessionID = string(account), string(session)
+	g.CreatedAt, g.RefundedAt = created.T, refunded.ptr()
+	d.DeliveredAt, d.InterruptedAt = done.ptr(), stopped.ptr()
+	recorded := ended > 0
+	if g.Kind == ledger.KindSession && coverage != "" {
+		c, err := sessions.DecodeCoverage(string(coverage))
+		if err != nil {
+			return nil, fmt.Errorf("sqlcore: coverage of session %s: %w", g.SessionID, err)
+		}
+		d.BytesAcked, recorded = c.Bytes(size), !c.IsEmpty()
+	}
+	d.BytesAcked = min(d.BytesAcked, max(size, 0))
+	d.Measured = recorded && !gWritten && !sWritten
+	d.Coverage = coverageOf(d.Status, d.BytesAcked, size)
+	return &g, nil
+}
+
+// coverageOf is the share of an object of size bytes that acked bytes
+// are, from 0 to 1, and exactly 1 only for a complete grant (a fraction
+// rounded for display never reads 100 % for an incomplete one).
+func coverageOf(status ledger.DeliveryStatus, acked, size int64) float64 {
+	switch {
+	case status == ledger.DeliveryComplete:
+		return 1
+	case size <= 0:
+		return 0
+	}
+	return min(float64(acked)/float64(size), math.Nextafter(1, 0))
+}
+
+// GrantList lists the link's grants newest first, with their delivery
+// evidence, those of q.Delivery only when it is set. The cursor is
+// opaque to callers: the (created_at, id) of the last grant of the
+// previous page. With or without the filter the page is one range scan
+// of an index in (created_at, id) order (grants_link_created,
+// grants_link_delivery), stopped by the LIMIT. Errors: ErrNotFound
+// (unknown link), ErrInvalid (bad cursor or delivery status).
+func (s *DB) GrantList(ctx context.Context, q ledger.GrantQuery) (ledger.Page, error) {
+	limit := q.Limit
+	if limit < 1 || limit > ledger.MaxListLimit {
+		limit = ledger.DefaultListLimit
+	}
+	if q.Delivery != "" {
+		if _, err := ledger.ParseDeliveryStatus(string(q.Delivery)); err != nil {
+			return ledger.Page{}, err
+		}
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	var one int
-	if err := s.db.QueryRowContext(ctx, `SELECT 1 FROM links WHERE id = ?`, linkID).Scan(&one); err != nil {
+	var size int64
+	if err := s.db.QueryRowContext(ctx, `SELECT size FROM links WHERE id = ?`, q.LinkID).Scan(&size); err != nil {
 		if isNoRows(err) {
 			return ledger.Page{}, ledger.ErrNotFound
 		}
 		return ledger.Page{}, s.classify(err)
 	}
-	q := `SELECT g.id, g.link_id, g.kind, g.account_id, g.status, g.created_at, g.refunded_at, g.client, g.session_id,
-  COALESCE(s.affinity_reuses, 0)
-FROM grants g LEFT JOIN sessions s ON s.id = g.session_id WHERE g.link_id = ?`
-	args := []any{linkID}
-	if cursor != "" {
-		at, id, err := decodeCursor(cursor)
+	query := `SELECT ` + grantColumns + grantFrom + ` WHERE g.link_id = ?`
+	args := []any{q.LinkID}
+	if q.Delivery != "" {
+		query += ` AND g.delivery_status = ?`
+		args = append(args, string(q.Delivery))
+	}
+	if q.Cursor != "" {
+		at, id, err := decodeCursor(q.Cursor)
 		if err != nil {
 			return ledger.Page{}, err
 		}
-		q += ` AND (g.created_at < ? OR (g.created_at = ? AND g.id < ?))`
+		query += ` AND (g.created_at < ? OR (g.created_at = ? AND g.id < ?))`
 		args = append(args, s.t(at), s.t(at), id)
 	}
-	q += ` ORDER BY g.created_at DESC, g.id DESC LIMIT ?`
+	query += ` ORDER BY g.created_at DESC, g.id DESC LIMIT ?`
 	args = append(args, limit+1)
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return ledger.Page{}, s.classify(err)
 	}
 	defer rows.Close()
 	var page ledger.Page
 	for rows.Next() {
-		var (
-			g                 ledger.Grant
-			account, session  nullStr
-			created, refunded timeCol
-		)
-		if err := rows.Scan(&g.ID, &g.LinkID, &g.Kind, &account, &g.Status, &created, &refunded, &g.Client, &session, &g.AffinityReuses); err != nil {
+		g, err := scanGrant(rows, &size)
+		if err != nil {
 			return ledger.Page{}, s.classify(err)
 		}
-		g.AccountID, g.SessionID = string(account), string(session)
-		g.CreatedAt, g.RefundedAt = created.T, refunded.ptr()
-		page.Grants = append(page.Grants, g)
+		page.Grants = append(page.Grants, *g)
 	}
 	if err := rows.Err(); err != nil {
 		return ledger.Page{}, s.classify(err)

@@ -13,7 +13,7 @@ import (
 const linkColumns = `id, token_hash, bucket, object_key, version_id, size, etag, content_type,
   last_modified, filename, account_id, allowance, remaining, expires_at, revoked_at,
   created_at, delivery, confirm, session_ttl_ms, session_byte_budget,
-  session_max_concurrency, idempotency_key, sha256`
+  session_max_concurrency, idempotency_key, sha256, retries`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -28,7 +28,7 @@ func scanLink(r rowScanner) (*ledger.Link, error) {
 	err := r.Scan(&l.ID, &l.TokenHash, &l.Object.Bucket, &l.Object.Key, &l.Object.VersionID,
 		&l.Object.Size, &l.Object.ETag, &l.Object.ContentType, &lastMod, &l.Filename, &account,
 		&l.Allowance, &l.Remaining, &expires, &revoked, &at, &l.Delivery, &confirm, &ttlMS,
-		&l.Session.ByteBudget, &l.Session.MaxConcurrency, &idem, &sum)
+		&l.Session.ByteBudget, &l.Session.MaxConcurrency, &idem, &sum, &l.Retries)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ledger.ErrNotFound
 	}
@@ -83,12 +83,12 @@ func (s *DB) LinkCreate(ctx context.Context, l *ledger.Link) (*ledger.Link, bool
 			in.Object.SHA256 = recorded
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO links (`+linkColumns+`)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?)`,
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			in.ID, in.TokenHash, in.Object.Bucket, in.Object.Key, in.Object.VersionID, in.Object.Size,
 			in.Object.ETag, in.Object.ContentType, lastMod, in.Filename, orNull(in.AccountID),
 			in.Allowance, in.Remaining, s.t(in.ExpiresAt), s.t(in.CreatedAt), in.Delivery, in.Confirm,
 			in.Session.TTL.Milliseconds(), in.Session.ByteBudget, in.Session.MaxConcurrency,
-			orNull(in.IdempotencyKey), orNull(in.Object.SHA256))
+			orNull(in.IdempotencyKey), orNull(in.Object.SHA256), in.Retries)
 		if err != nil {
 			return err
 		}
@@ -112,7 +112,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?)`
 		return nil, false, s.classify(err)
 	}
 	if prev.Object.Bucket != in.Object.Bucket || prev.Object.Key != in.Object.Key ||
-		prev.Allowance != in.Allowance || prev.Delivery != in.Delivery || prev.AccountID != in.AccountID {
+		prev.Allowance != in.Allowance || prev.Delivery != in.Delivery || prev.AccountID != in.AccountID ||
+		prev.Retries != in.Retries {
 		return nil, false, fmt.Errorf("%w: idempotency key already used for another link", ledger.ErrConflict)
 	}
 	return prev, false, nil
@@ -137,8 +138,8 @@ func (s *DB) linkByID(ctx context.Context, q interface {
 	return scanLink(q.QueryRowContext(ctx, `SELECT `+linkColumns+` FROM links WHERE id = ?`, id))
 }
 
-// LinkGet returns the link with its grant counts and live sessions.
-// Errors: ErrNotFound.
+// LinkGet returns the link with its grant counts (by status and by
+// delivery status) and live sessions. Errors: ErrNotFound.
 func (s *DB) LinkGet(ctx context.Context, id string) (*ledger.LinkStatus, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -146,21 +147,23 @@ func (s *DB) LinkGet(ctx context.Context, id string) (*ledger.LinkStatus, error)
 	if err != nil {
 		return nil, s.classify(err)
 	}
-	st := &ledger.LinkStatus{Link: *l, Grants: map[string]int{ledger.StatusGranted: 0, ledger.StatusRefunded: 0}}
-	rows, err := s.db.QueryContext(ctx, `SELECT status, COUNT(*) FROM grants WHERE link_id = ? GROUP BY status`, id)
+	st := newLinkStatus(l)
+	rows, err := s.db.QueryContext(ctx, `SELECT status, delivery_status, COUNT(*) FROM grants WHERE link_id = ?
+GROUP BY status, delivery_status`, id)
 	if err != nil {
 		return nil, s.classify(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			status string
-			n      int
+			status   string
+			delivery ledger.DeliveryStatus
+			n        int
 		)
-		if err := rows.Scan(&status, &n); err != nil {
+		if err := rows.Scan(&status, &delivery, &n); err != nil {
 			return nil, s.classify(err)
 		}
-		st.Grants[status] = n
+		countGrants(st, status, delivery, n)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.classify(err)
@@ -174,10 +177,11 @@ WHERE link_id = ? AND revoked_at IS NULL AND ended_at IS NULL AND expires_at > {
 	return st, nil
 }
 
-// LinkRevoke revokes the link and, in the same transaction, its sessions,
-// with the link.revoked event and, with an actor, audit entry. Revoking
-// twice keeps the first time and announces and audits nothing. Errors:
-// ErrNotFound.
+// LinkRevoke revokes the link and, in the same transaction, its sessions
+// (the grant of each session that was live and is not complete gets
+// grant.interrupted, reason revoked), with the link.revoked event and,
+// with an actor, audit entry. Revoking twice keeps the first time and
+// announces and audits nothing. Errors: ErrNotFound.
 func (s *DB) LinkRevoke(ctx context.Context, id string) error {
 	a, err := actorOf(ctx)
 	if err != nil {
@@ -203,6 +207,13 @@ func (s *DB) LinkRevoke(ctx context.Context, id string) error {
 		} else if err := s.enqueueRevoked(ctx, tx, id, a); err != nil {
 			return err
 		}
+		// The sessions this revocation ends: those still live. One that
+		// expired before is the sweeper's to end, as expired.
+		err = s.interrupt(ctx, tx, stamp, `s.link_id = ? AND s.revoked_at IS NULL AND s.ended_at IS NULL AND s.expires_at > {now}`,
+			[]any{id, s.dbNow()}, func(endedSession) string { return ledger.InterruptedRevoked })
+		if err != nil {
+			return err
+		}
 		res, err = tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = ? WHERE link_id = ? AND revoked_at IS NULL`, now, id)
 		if err != nil || revoked == 0 {
 			return err
@@ -214,6 +225,23 @@ func (s *DB) LinkRevoke(ctx context.Context, id string) error {
 		return s.audit(ctx, tx, a, stamp, ledger.ActionLinkRevoked, ledger.AuditTarget{Type: ledger.TargetLink, ID: id},
 			linkRevokedDetails{SessionsRevoked: sessions})
 	})
+}
+
+// countGrants adds n grants of status and delivery status delivery to
+// st's counts.
+func countGrants(st *ledger.LinkStatus, status string, delivery ledger.DeliveryStatus, n int) {
+	st.Grants[status] += n
+	st.Deliveries[delivery] += n
+}
+
+// newLinkStatus is l with every count at zero.
+func newLinkStatus(l *ledger.Link) *ledger.LinkStatus {
+	return &ledger.LinkStatus{Link: *l,
+		Grants: map[string]int{ledger.StatusGranted: 0, ledger.StatusRefunded: 0},
+		Deliveries: map[ledger.DeliveryStatus]int{
+			ledger.DeliveryNone: 0, ledger.DeliveryPartial: 0, ledger.DeliveryComplete: 0,
+		},
+	}
 }
 
 // The instants both backends can store: MySQL's DATETIME(6) ends with

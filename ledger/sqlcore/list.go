@@ -50,8 +50,7 @@ func (s *DB) LinkList(ctx context.Context, q ledger.ListQuery) (ledger.LinkPage,
 		if err != nil {
 			return ledger.LinkPage{}, s.classify(err)
 		}
-		page.Links = append(page.Links, ledger.LinkStatus{Link: *l,
-			Grants: map[string]int{ledger.StatusGranted: 0, ledger.StatusRefunded: 0}})
+		page.Links = append(page.Links, *newLinkStatus(l))
 	}
 	if err := rows.Err(); err != nil {
 		return ledger.LinkPage{}, s.classify(err)
@@ -148,8 +147,9 @@ func clampTime(t time.Time) time.Time {
 	return t.UTC()
 }
 
-// countPage fills in the grant counts and live sessions of links with one
-// statement for the whole page, whatever its size.
+// countPage fills in the grant counts (by status and by delivery status)
+// and live sessions of links with one statement for the whole page,
+// whatever its size.
 func (s *DB) countPage(ctx context.Context, links []ledger.LinkStatus) error {
 	if len(links) == 0 {
 		return nil
@@ -162,10 +162,10 @@ func (s *DB) countPage(ctx context.Context, links []ledger.LinkStatus) error {
 	}
 	in := "?" + strings.Repeat(", ?", len(ids)-1)
 	// The session condition is the one Link uses for active_sessions.
-	query := `SELECT 'grant', link_id, status, COUNT(*) FROM grants
-WHERE link_id IN (` + in + `) GROUP BY link_id, status
+	query := `SELECT 'grant', link_id, status, delivery_status, COUNT(*) FROM grants
+WHERE link_id IN (` + in + `) GROUP BY link_id, status, delivery_status
 UNION ALL
-SELECT 'session', link_id, '', COUNT(*) FROM sessions
+SELECT 'session', link_id, '', '', COUNT(*) FROM sessions
 WHERE link_id IN (` + in + `) AND revoked_at IS NULL AND ended_at IS NULL AND expires_at > {now}
 GROUP BY link_id`
 	args := append(append(append(make([]any, 0, 2*len(ids)+1), ids...), ids...), s.dbNow())
@@ -179,9 +179,10 @@ GROUP BY link_id`
 	for rows.Next() {
 		var (
 			kind, id, status string
+			delivery         ledger.DeliveryStatus
 			n                int
 		)
-		if err := rows.Scan(&kind, &id, &status, &n); err != nil {
+		if err := rows.Scan(&kind, &id, &status, &delivery, &n); err != nil {
 			return s.classify(err)
 		}
 		st := byID[id]
@@ -190,7 +191,7 @@ GROUP BY link_id`
 		case kind == "session":
 			st.ActiveSessions = n
 		default:
-			st.Grants[status] = n
+			countGrants(st, status, delivery, n)
 		}
 	}
 	return s.classify(rows.Err())

@@ -174,6 +174,19 @@ FROM grants g JOIN links l ON l.id = g.link_id WHERE g.id = ?`, grantID).Scan(
 	return s.enqueue(ctx, tx, ledger.Event{Type: ledger.EventGrantRefunded, Timestamp: at.T, Data: d})
 }
 
+// deliveryEvent is grant.delivered or grant.interrupted (typ) about g, a
+// grant of an object version of size bytes as it reads after the change,
+// at: the grant's Delivery as the grants listing shows it, and why it was
+// interrupted.
+func deliveryEvent(typ string, g *ledger.Grant, size int64, reason string, at time.Time) ledger.Event {
+	d := g.Delivery
+	return ledger.Event{Type: typ, Timestamp: at, Data: ledger.EventData{
+		LinkID: g.LinkID, GrantID: g.ID, SessionID: g.SessionID, AccountID: g.AccountID, Client: g.Client,
+		Kind: g.Kind, Size: ptr(size), BytesAcked: ptr(d.BytesAcked), Coverage: ptr(d.Coverage),
+		Attempts: ptr(d.Attempts), Measured: ptr(d.Measured), DeliveredAt: d.DeliveredAt, Reason: reason,
+	}}
+}
+
 func ptr[T any](v T) *T { return &v }
 
 // outboxColumns are the columns of a ledger.OutboxEvent, in scan order.

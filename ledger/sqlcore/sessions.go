@@ -62,7 +62,9 @@ func (s *DB) SessionMint(ctx context.Context, req ledger.MintRequest) (*ledger.S
 		}
 		prev, key, now, err := s.latestAffinity(ctx, req.Claim.LinkID, req.Claim.AccountID, req.AffinityKeys)
 		switch {
-		case err == nil && prev.Usable(now):
+		case err == nil && prev.Usable(now, prev.Object.Size):
+			// An affinity mint is a GET without Range: the session is
+			// reused only when its budget covers the whole object.
 			return prev, false, nil
 		case err == nil:
 			// The client's session died: the next one is keyed by the
@@ -261,9 +263,10 @@ ORDER BY `+order.String()+`k.created_at DESC, k.session_id DESC LIMIT 1`), query
 	return x, "", now.T, nil
 }
 
-// SessionGetByAffinity returns the client's usable affinity session of the
-// link. Errors: ErrNotFound, ErrInvalid, ErrUnavailable.
-func (s *DB) SessionGetByAffinity(ctx context.Context, linkID, account string, keys []string) (*ledger.Session, error) {
+// SessionGetByAffinity returns the client's affinity session of the link
+// when it is usable for a request of need bytes (Session.Usable). Errors:
+// ErrNotFound, ErrInvalid, ErrUnavailable.
+func (s *DB) SessionGetByAffinity(ctx context.Context, linkID, account string, keys []string, need int64) (*ledger.Session, error) {
 	if err := validAffinityKeys(keys); err != nil {
 		return nil, err
 	}
@@ -271,7 +274,7 @@ func (s *DB) SessionGetByAffinity(ctx context.Context, linkID, account string, k
 	if err != nil {
 		return nil, err
 	}
-	if !x.Usable(now) {
+	if !x.Usable(now, need) {
 		return nil, ledger.ErrNotFound
 	}
 	return x, nil
@@ -309,48 +312,44 @@ func (s *DB) SessionGet(ctx context.Context, id string) (*ledger.Session, error)
 }
 
 // SessionRevoke revokes the session; revoking twice keeps the first time.
-// Without an actor it is one autocommitted UPDATE; with one, that UPDATE
-// and the session.revoked audit entry (for the first revocation only) in
-// one transaction. Errors: ErrNotFound.
+// When that ends a live session whose grant is not complete, the grant
+// gets grant.interrupted (reason revoked), and with an actor the first
+// revocation writes its session.revoked audit entry, all in the same
+// transaction. Errors: ErrNotFound.
 func (s *DB) SessionRevoke(ctx context.Context, id string) error {
 	a, err := actorOf(ctx)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	const revoke = `UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`
-	stamp := s.now()
-	var n int64
-	if a == nil {
-		res, err := s.exec(ctx, revoke, s.t(stamp), id)
+	at := s.now()
+	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		// Before the revocation: the session it ends is one that was
+		// live, not one already expired or ended.
+		err := s.interrupt(ctx, tx, at, `s.id = ? AND s.revoked_at IS NULL AND s.ended_at IS NULL AND s.expires_at > {now}`,
+			[]any{id, s.dbNow()}, func(endedSession) string { return ledger.InterruptedRevoked })
 		if err != nil {
 			return err
 		}
-		if n, err = affected(res); err != nil {
-			return s.classify(err)
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, s.t(at), id)
+		if err != nil {
+			return err
 		}
-	} else {
-		err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			res, err := tx.ExecContext(ctx, revoke, s.t(stamp), id)
-			if err != nil {
-				return err
-			}
-			if n, err = affected(res); err != nil || n == 0 {
-				return err
-			}
-			return s.audit(ctx, tx, a, stamp, ledger.ActionSessionRevoked,
+		n, err := affected(res)
+		switch {
+		case err != nil:
+			return err
+		case n == 1:
+			return s.audit(ctx, tx, a, at, ledger.ActionSessionRevoked,
 				ledger.AuditTarget{Type: ledger.TargetSession, ID: id}, noDetails{})
-		})
-		if err != nil {
+		}
+		var one int
+		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, id).Scan(&one); isNoRows(err) {
+			return ledger.ErrNotFound
+		} else if err != nil {
 			return err
 		}
-	}
-	if n == 0 {
-		_, err := s.SessionGet(ctx, id)
-		return err
-	}
-	return nil
+		return nil // revoked before: nothing to do
+	})
 }
 
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

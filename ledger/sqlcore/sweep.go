@@ -21,12 +21,15 @@ import (
 // honours it (Dialect.SkipLocked), only makes candidate reads of
 // concurrent takers mostly disjoint; nothing rests on it.
 
-// SessionSweep ends a bounded batch of expired or revoked sessions (and deletes
-// their slot rows), then clears a bounded batch of lapsed leases, then
-// deletes a bounded batch of dead console sessions (console.go). However
-// many sweepers run at once, in any number of processes, each session is
-// ended once and counted once: the UPDATE that ends it is conditional on
-// ended_at IS NULL.
+// SessionSweep ends a bounded batch of sessions that expired, were revoked
+// or spent their budget (spentSQL), deletes their slot rows, and marks
+// the grant of each one it ended that is not complete as interrupted,
+// with its grant.interrupted (interrupt), in the same transaction; then
+// it clears a bounded batch of lapsed leases, then deletes a bounded
+// batch of dead console sessions (console.go). However many sweepers run
+// at once, in any number of processes, each session is ended once and
+// counted once: the UPDATE that ends it is conditional on ended_at IS
+// NULL, and the grant's mark on interrupted_at IS NULL.
 func (s *DB) SessionSweep(ctx context.Context, limit int) (ledger.SweepResult, error) {
 	if limit < 1 {
 		limit = 100
@@ -34,29 +37,33 @@ func (s *DB) SessionSweep(ctx context.Context, limit int) (ledger.SweepResult, e
 	var out ledger.SweepResult
 	// Expired and lapsed by the database's clock, as every decision.
 	now := s.dbNow()
+	at := s.now()
+	grace := -ledger.SpentGrace.Microseconds()
 	err := s.inTxWith(ctx, s.d.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
 		out.SessionsEnded = 0
-		rows, err := tx.QueryContext(ctx, s.q(s.d.ExpiredSessionsSQL)+s.d.skipLocked(), now, limit)
+		ids, err := sessionIDs(ctx, tx, s.q(s.d.ExpiredSessionsSQL)+s.d.skipLocked(), now, limit)
 		if err != nil {
 			return err
 		}
-		var ids []any
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
+		if len(ids) < limit {
+			// A plain read: SKIP LOCKED's FOR UPDATE would lock the slot
+			// rows its NOT EXISTS reads, which requests acquire.
+			spent, err := sessionIDs(ctx, tx, s.q(`SELECT id FROM sessions
+WHERE ended_at IS NULL AND revoked_at IS NULL AND expires_at > {now} AND `+spentSQL+`
+ORDER BY expires_at LIMIT ?`), now, now, grace, now, limit-len(ids))
+			if err != nil {
 				return err
 			}
-			ids = append(ids, id)
+			ids = append(ids, spent...)
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil || len(ids) == 0 {
-			return err
+		if len(ids) == 0 {
+			return nil
 		}
 		in := placeholders(len(ids))
+		args := append([]any{now}, ids...)
 		res, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET ended_at = {now}
-WHERE id IN `+in+` AND ended_at IS NULL AND (expires_at <= {now} OR revoked_at IS NOT NULL)`),
-			append(append([]any{now}, ids...), now)...)
+WHERE id IN `+in+` AND ended_at IS NULL AND (expires_at <= {now} OR revoked_at IS NOT NULL OR `+spentSQL+`)`),
+			append(args, now, now, grace, now)...)
 		if err != nil {
 			return err
 		}
@@ -65,6 +72,10 @@ WHERE id IN `+in+` AND ended_at IS NULL AND (expires_at <= {now} OR revoked_at I
 			return err
 		}
 		out.SessionsEnded = int(n)
+		err = s.interrupt(ctx, tx, at, `s.id IN `+in+` AND s.ended_at IS NOT NULL`, ids, sweepReason)
+		if err != nil {
+			return err
+		}
 		// The slots of every candidate go: a session another sweeper
 		// ended first has lost them already, or loses them here once its
 		// sweeper commits, either way for good.
@@ -88,4 +99,32 @@ WHERE id IN `+in+` AND ended_at IS NULL AND (expires_at <= {now} OR revoked_at I
 		return err
 	})
 	return out, err
+}
+
+// spentSQL is when a live session has spent its budget for good: wholly
+// drawn, no slot leased (no request of it running, which could give back
+// what it did not send), and no process's report for ledger.SpentGrace (a
+// process gives back the budget it kept after a request with its report,
+// about a second later). Arguments: now, now, -grace in microseconds, now.
+const spentSQL = `bytes_drawn >= byte_budget
+  AND (reported_at IS NULL OR reported_at <= {now+})
+  AND NOT EXISTS (SELECT 1 FROM session_slots t
+    WHERE t.session_id = sessions.id AND t.holder IS NOT NULL AND t.lease_until > {now})`
+
+// sessionIDs runs query, a candidate read of session ids, with args.
+func sessionIDs(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]any, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []any
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }

@@ -1,0 +1,461 @@
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/sessions"
+)
+
+// Delivery evidence (SPEC §1, docs/design.md "Delivery evidence"): what
+// each grant's client acknowledged, recorded when a stream response ends
+// and when a process reports on a session, and the retries of an
+// interrupted stream download it allows.
+
+var _ ledger.Deliveries = (*DB)(nil)
+
+// sizeSQL is the size of a grant's object version, from its link row, for
+// statements on grants: the ledger judges "complete" against the version
+// it pinned, not against a size the caller passes.
+const sizeSQL = `(SELECT l.size FROM links l WHERE l.id = grants.link_id)`
+
+// recordStreamSQL records the end of attempt k of a stream grant, when k
+// has begun (attempts ≥ k) and is not recorded yet (attempts_ended < k):
+// so each attempt lands once, and the row count says whether this one
+// did. The most bytes acknowledged over the attempts stay (each attempt
+// sends from byte 0), at most the version's size; the status follows
+// them and never leaves complete; delivered_at is stamped when it first
+// becomes complete, interrupted_at whenever an attempt ends short; the
+// lease of a retry ends with the attempt it leased; the first record's
+// client keys stay.
+//
+// MySQL assigns a SET list left to right, each expression seeing the
+// columns assigned before it, where SQLite (and the standard) see the row
+// as it was: no expression here reads a column assigned before it.
+//
+// Arguments: acked, at, acked, at, acked, acked, acked, acked, acked,
+// measured, keys, k, k, id, k, k.
+var recordStreamSQL = strings.ReplaceAll(`UPDATE grants SET
+  delivered_at = CASE WHEN delivered_at IS NULL AND ? >= {size} THEN ? ELSE delivered_at END,
+  interrupted_at = CASE WHEN ? < {size} THEN ? ELSE interrupted_at END,
+  delivery_status = CASE WHEN delivery_status = 'complete' OR ? >= {size} THEN 'complete'
+    WHEN bytes_acked > 0 OR ? > 0 THEN 'partial' ELSE 'none' END,
+  bytes_acked = CASE WHEN bytes_acked >= ? THEN bytes_acked WHEN ? >= {size} THEN {size} ELSE ? END,
+  delivery_written = CASE WHEN ? THEN delivery_written ELSE 1 END,
+  client_keys = COALESCE(client_keys, ?),
+  attempt_until = CASE WHEN attempts = ? THEN NULL ELSE attempt_until END,
+  attempts_ended = ?
+WHERE id = ? AND kind = 'stream' AND status = 'granted' AND attempts >= ? AND attempts_ended < ?`, "{size}", sizeSQL)
+
+// GrantDeliveryRecord records the end of one response of a stream grant
+// (recordStreamSQL). With webhooks off it is that one UPDATE. With
+// webhooks on it runs in a transaction that first locks the grant's row,
+// so that it knows the status the UPDATE changed, and writes
+// grant.delivered when the grant became complete and grant.interrupted
+// when the response ended short: each at most once per attempt, because
+// an attempt's record lands once. A record of an attempt already recorded
+// (or of a refunded grant) changes nothing and returns nil. Errors:
+// ErrNotFound, ErrInvalid (a session's grant, an attempt not begun, bad
+// keys), ErrUnavailable.
+func (s *DB) GrantDeliveryRecord(ctx context.Context, d ledger.StreamDelivery) error {
+	if d.GrantID == "" || d.Attempt < 1 || d.BytesAcked < 0 {
+		return fmt.Errorf("%w: a grant id, an attempt ≥ 1 and bytes ≥ 0 are required", ledger.ErrInvalid)
+	}
+	keys, err := joinClientKeys(d.ClientKeys)
+	if err != nil {
+		return err
+	}
+	at := s.now()
+	a, k := d.BytesAcked, d.Attempt
+	args := []any{a, s.t(at), a, s.t(at), a, a, a, a, a, d.Measured, keys, k, k, d.GrantID, k, k}
+	if !s.Webhooks {
+		ctx, cancel := s.bound(ctx)
+		defer cancel()
+		res, err := s.exec(ctx, recordStreamSQL, args...)
+		if err != nil {
+			return err
+		}
+		if n, err := affected(res); err != nil || n == 1 {
+			return s.classify(err)
+		}
+		return s.classify(s.unrecorded(ctx, s.db, d))
+	}
+	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var before ledger.DeliveryStatus
+		err := tx.QueryRowContext(ctx, `SELECT delivery_status FROM grants WHERE id = ?`+s.d.LockRows, d.GrantID).Scan(&before)
+		if isNoRows(err) {
+			return ledger.ErrNotFound
+		} else if err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, recordStreamSQL, args...)
+		if err != nil {
+			return err
+		}
+		if n, err := affected(res); err != nil || n == 0 {
+			if err == nil {
+				err = s.unrecorded(ctx, tx, d)
+			}
+			return err
+		}
+		g, size, err := s.grantInTx(ctx, tx, d.GrantID)
+		if err != nil {
+			return err
+		}
+		var evs []ledger.Event
+		if before != ledger.DeliveryComplete && g.Delivery.Status == ledger.DeliveryComplete {
+			evs = append(evs, deliveryEvent(ledger.EventGrantDelivered, g, size, "", at))
+		}
+		if d.BytesAcked < size {
+			evs = append(evs, deliveryEvent(ledger.EventGrantInterrupted, g, size, ledger.InterruptedEndedShort, at))
+		}
+		return s.enqueueAll(ctx, tx, evs...)
+	})
+}
+
+// unrecorded explains a stream record that changed no row: an unknown
+// grant (ErrNotFound), one of a session or an attempt that has not begun
+// (ErrInvalid), else an attempt recorded before or a refunded grant,
+// which is nothing to do (nil).
+func (s *DB) unrecorded(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, d ledger.StreamDelivery) error {
+	var (
+		kind     string
+		attempts int
+	)
+	err := q.QueryRowContext(ctx, `SELECT kind, attempts FROM grants WHERE id = ?`, d.GrantID).Scan(&kind, &attempts)
+	switch {
+	case isNoRows(err):
+		return ledger.ErrNotFound
+	case err != nil:
+		return err
+	case kind != ledger.KindStream:
+		return fmt.Errorf("%w: grant %s is a session's: its session reports its delivery", ledger.ErrInvalid, d.GrantID)
+	case d.Attempt > attempts:
+		return fmt.Errorf("%w: attempt %d of grant %s has not begun", ledger.ErrInvalid, d.Attempt, d.GrantID)
+	}
+	return nil
+}
+
+// joinClientKeys is keys as grants.client_keys holds them, " k1 k2 ", so
+// that a key matches as the substring " key " (keys hold no space); nil
+// (NULL) for none. Errors: ErrInvalid.
+func joinClientKeys(keys []string) (any, error) {
+	if len(keys) > ledger.MaxClientKeys {
+		return nil, fmt.Errorf("%w: at most %d client keys", ledger.ErrInvalid, ledger.MaxClientKeys)
+	}
+	if err := validAffinityKeys(keys); err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	return " " + strings.Join(keys, " ") + " ", nil
+}
+
+// SessionDeliveryRecord gives back d.Return unsent bytes and merges d.Acked
+// into the session's coverage. With ranges to merge it is one transaction
+// that locks the session's row and its grant's (so processes merging at
+// once each see the other's union), writes the union and the return in
+// one UPDATE, and writes the grant only when its status moves (none →
+// partial → complete: at most twice in a session's life), with
+// grant.delivered in the same transaction when it became complete.
+// Without ranges it is one UPDATE, as BudgetReturn. Either way it notes
+// the report (reported_at). Errors: ErrNotFound, ErrInvalid,
+// ErrUnavailable.
+func (s *DB) SessionDeliveryRecord(ctx context.Context, d ledger.SessionDelivery) error {
+	if d.SessionID == "" || d.Return < 0 {
+		return fmt.Errorf("%w: a session id and a return ≥ 0 are required", ledger.ErrInvalid)
+	}
+	if d.Acked.IsEmpty() {
+		ctx, cancel := s.bound(ctx)
+		defer cancel()
+		res, err := s.exec(ctx, s.q(returnSQL), d.Return, d.Return, s.dbNow(), d.SessionID)
+		if err != nil {
+			return err
+		}
+		return s.matched(res, ledger.ErrNotFound)
+	}
+	at := s.now()
+	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var (
+			stored  nullStr
+			size    int64
+			grantID string
+			before  ledger.DeliveryStatus
+		)
+		err := tx.QueryRowContext(ctx, `SELECT s.coverage, s.size, s.grant_id, g.delivery_status
+FROM sessions s JOIN grants g ON g.id = s.grant_id WHERE s.id = ?`+s.d.LockRows, d.SessionID).Scan(&stored, &size, &grantID, &before)
+		if isNoRows(err) {
+			return ledger.ErrNotFound
+		} else if err != nil {
+			return err
+		}
+		c, err := sessions.DecodeCoverage(string(stored))
+		if err != nil {
+			return fmt.Errorf("sqlcore: coverage of session %s: %w", d.SessionID, err)
+		}
+		c.Union(d.Acked)
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE sessions SET coverage = ?, delivery_written = CASE WHEN ? THEN delivery_written ELSE 1 END,
+  bytes_drawn = CASE WHEN bytes_drawn > ? THEN bytes_drawn - ? ELSE 0 END, reported_at = {now} WHERE id = ?`),
+			orNull(c.Encode()), d.Measured, d.Return, d.Return, s.dbNow(), d.SessionID)
+		if err != nil {
+			return err
+		}
+		after := ledger.DeliveryPartial
+		if c.Complete(size) {
+			after = ledger.DeliveryComplete
+		}
+		if after == before || before == ledger.DeliveryComplete {
+			return nil
+		}
+		var done any
+		if after == ledger.DeliveryComplete {
+			done = s.t(at)
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE grants SET delivery_status = ?, bytes_acked = ?, delivered_at = COALESCE(delivered_at, ?)
+WHERE id = ? AND delivery_status = ?`, string(after), c.Bytes(size), done, grantID, string(before))
+		if err != nil {
+			return err
+		}
+		if n, err := affected(res); err != nil || n == 0 || after != ledger.DeliveryComplete || !s.Webhooks {
+			return err
+		}
+		g, size, err := s.grantInTx(ctx, tx, grantID)
+		if err != nil {
+			return err
+		}
+		return s.enqueue(ctx, tx, deliveryEvent(ledger.EventGrantDelivered, g, size, "", at))
+	})
+}
+
+// endedSession is a session whose end interrupt announces: why it ended
+// is told from its row and the database's clock of the end.
+type endedSession struct {
+	revoked bool
+	expired bool
+}
+
+// interrupt marks the grants of the sessions that where selects (a
+// condition on sessions s, with its arguments) as interrupted at at,
+// those neither complete nor marked before, inside tx, the transaction
+// that ends those sessions, and — with webhooks on — writes their
+// grant.interrupted with the reason reason gives. The grants are read
+// with a locking read (a current read on every engine), so two
+// transactions ending one session, or a revocation racing the sweeper,
+// mark its grant once: the second finds it marked.
+func (s *DB) interrupt(ctx context.Context, tx *sql.Tx, at time.Time, where string, args []any, reason func(endedSession) string) error {
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT g.id, g.link_id, s.revoked_at, s.expires_at, {now}
+FROM sessions s JOIN grants g ON g.id = s.grant_id
+WHERE `+where+` AND g.delivery_status <> 'complete' AND g.interrupted_at IS NULL`)+s.d.LockRows,
+		append([]any{s.dbNow()}, args...)...)
+	if err != nil {
+		return err
+	}
+	type marked struct {
+		id, link string
+		why      string
+	}
+	var all []marked
+	for rows.Next() {
+		var (
+			m                     marked
+			revoked, expires, now timeCol
+		)
+		if err := rows.Scan(&m.id, &m.link, &revoked, &expires, &now); err != nil {
+			rows.Close()
+			return err
+		}
+		m.why = reason(endedSession{revoked: revoked.Valid, expired: !expires.T.After(now.T)})
+		all = append(all, m)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(all) == 0 {
+		return err
+	}
+	ids := make([]any, 0, len(all)+1)
+	ids = append(ids, s.t(at))
+	for _, m := range all {
+		ids = append(ids, m.id)
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE grants SET interrupted_at = ? WHERE id IN `+placeholders(len(all))+`
+  AND delivery_status <> 'complete' AND interrupted_at IS NULL`, ids...)
+	if err != nil || !s.Webhooks {
+		return err
+	}
+	// A link's events go in one enqueue, in the order read.
+	byLink := map[string][]ledger.Event{}
+	var links []string
+	for _, m := range all {
+		g, size, err := s.grantInTx(ctx, tx, m.id)
+		if err != nil {
+			return err
+		}
+		if _, ok := byLink[m.link]; !ok {
+			links = append(links, m.link)
+		}
+		byLink[m.link] = append(byLink[m.link], deliveryEvent(ledger.EventGrantInterrupted, g, size, m.why, at))
+	}
+	for _, link := range links {
+		if err := s.enqueueAll(ctx, tx, byLink[link]...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sweepReason is why the sweeper ended a session: revoked, expired, or
+// else its budget was spent.
+func sweepReason(e endedSession) string {
+	switch {
+	case e.revoked:
+		return ledger.InterruptedRevoked
+	case e.expired:
+		return ledger.InterruptedExpired
+	}
+	return ledger.InterruptedBudgetSpent
+}
+
+// retryableSQL is what makes a stream grant one a retry may serve again:
+// granted (not refunded), not complete, and no attempt in flight — its
+// last attempt's end recorded, or the lease of the retry in flight
+// lapsed by the database's clock. Argument: now.
+const retryableSQL = `kind = 'stream' AND status = 'granted' AND delivery_status <> 'complete'
+  AND (attempts_ended >= attempts OR attempt_until <= {now})`
+
+// GrantRetryBegin picks the caller's newest retryable stream grant of the
+// link with a plain read, then starts its next attempt with one
+// conditional UPDATE that decides: the attempts it read (so of two
+// concurrent retries of one grant exactly one matches), still retryable,
+// still the caller's, and its link live by the database's clock (not
+// revoked, not expired, the account it is bound to) with attempts below
+// 1 + retries. The attempt is in flight until its record or the lease's
+// end. Nothing is claimed. Errors: ErrNotFound, ErrInvalid,
+// ErrUnavailable.
+func (s *DB) GrantRetryBegin(ctx context.Context, req ledger.RetryRequest) (*ledger.Grant, error) {
+	who, whoArgs, err := retryClient(req)
+	if err != nil {
+		return nil, err
+	}
+	lease := req.Lease
+	if lease == 0 {
+		lease = ledger.DefaultRetryLease
+	}
+	if req.LinkID == "" || lease < 0 {
+		return nil, fmt.Errorf("%w: a link id and a lease ≥ 0 are required", ledger.ErrInvalid)
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var (
+		id   string
+		seen int
+	)
+	err = s.db.QueryRowContext(ctx, s.q(`SELECT id, attempts FROM grants WHERE link_id = ? AND `+retryableSQL+` AND `+who+`
+ORDER BY created_at DESC, id DESC LIMIT 1`), append([]any{req.LinkID, s.dbNow()}, whoArgs...)...).Scan(&id, &seen)
+	if isNoRows(err) {
+		return nil, ledger.ErrNotFound
+	} else if err != nil {
+		return nil, s.classify(err)
+	}
+	args := []any{s.dbNow(), lease.Microseconds(), id, seen, s.dbNow()}
+	args = append(args, whoArgs...)
+	args = append(args, s.dbNow(), req.AccountID)
+	res, err := s.exec(ctx, s.q(`UPDATE grants SET attempts = attempts + 1, attempt_until = {now+}
+WHERE id = ? AND attempts = ? AND `+retryableSQL+` AND `+who+`
+  AND EXISTS (SELECT 1 FROM links l WHERE l.id = grants.link_id AND l.revoked_at IS NULL AND l.expires_at > {now}
+    AND grants.attempts < 1 + l.retries AND (l.account_id IS NULL OR l.account_id = ?))`), args...)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.matched(res, ledger.ErrNotFound); err != nil {
+		return nil, err
+	}
+	g, _, err := s.grantByID(ctx, s.db, id, "")
+	return g, s.classify(err)
+}
+
+// retryClient is the condition on grants that names the caller of req: a
+// recorded client key, or with none the verified account. Errors:
+// ErrInvalid.
+func retryClient(req ledger.RetryRequest) (string, []any, error) {
+	if len(req.ClientKeys) == 0 {
+		if req.AccountID == "" {
+			return "", nil, fmt.Errorf("%w: a retry names its client: client keys, or the verified account", ledger.ErrInvalid)
+		}
+		return `account_id = ?`, []any{req.AccountID}, nil
+	}
+	if len(req.ClientKeys) > 8 {
+		return "", nil, fmt.Errorf("%w: at most 8 client keys", ledger.ErrInvalid)
+	}
+	if err := validAffinityKeys(req.ClientKeys); err != nil {
+		return "", nil, err
+	}
+	// INSTR is the same function on MySQL, MariaDB, TiDB and SQLite,
+	// case-sensitive under the column's binary collation.
+	conds := make([]string, len(req.ClientKeys))
+	args := make([]any, len(req.ClientKeys))
+	for i, k := range req.ClientKeys {
+		conds[i] = `INSTR(client_keys, ?) > 0`
+		args[i] = " " + k + " "
+	}
+	return "(" + strings.Join(conds, " OR ") + ")", args, nil
+}
+
+// GrantRetryRenew extends the lease of the retry attempt in flight.
+// Errors: ErrNotFound when it is not in flight any more, ErrUnavailable.
+func (s *DB) GrantRetryRenew(ctx context.Context, grantID string, attempt int, lease time.Duration) error {
+	if grantID == "" || attempt < 2 || lease <= 0 {
+		return fmt.Errorf("%w: a grant id, a retry's attempt (≥ 2) and a lease are required", ledger.ErrInvalid)
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	res, err := s.exec(ctx, s.q(`UPDATE grants SET attempt_until = {now+}
+WHERE id = ? AND attempts = ? AND attempts_ended < ? AND attempt_until IS NOT NULL`),
+		s.dbNow(), lease.Microseconds(), grantID, attempt, attempt)
+	if err != nil {
+		return err
+	}
+	return s.matched(res, fmt.Errorf("%w: attempt %d of grant %s is not in flight", ledger.ErrNotFound, attempt, grantID))
+}
+
+// matched is nil when the statement of res matched a row, else none (or
+// why its row count is unknown).
+func (s *DB) matched(res sql.Result, none error) error {
+	n, err := affected(res)
+	switch {
+	case err != nil:
+		return s.classify(err)
+	case n == 0:
+		return none
+	}
+	return nil
+}
+
+// grantInTx reads grant id as GrantList shows it, with its version's
+// size, inside tx, after the change an event announces (a transaction
+// sees its own writes). The read locks the grant's and its session's rows
+// (Dialect.LockRows): a current read on every engine, so that an event
+// carries the coverage as it is, not as the transaction's snapshot had it
+// (TiDB's is taken at BEGIN); the link's size, which never changes, is
+// read in a subquery, which the lock does not reach.
+func (s *DB) grantInTx(ctx context.Context, tx *sql.Tx, id string) (*ledger.Grant, int64, error) {
+	return s.grantByID(ctx, tx, id, s.d.LockRows)
+}
+
+// grantByID reads grant id through q, the query ending with suffix.
+func (s *DB) grantByID(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, id, suffix string) (*ledger.Grant, int64, error) {
+	var size int64
+	g, err := scanGrant(withMore(q.QueryRowContext(ctx, `SELECT `+grantColumns+`,
+  (SELECT l.size FROM links l WHERE l.id = g.link_id)`+grantFrom+` WHERE g.id = ?`+suffix, id), &size), &size)
+	if isNoRows(err) {
+		return nil, 0, ledger.ErrNotFound
+	}
+	return g, size, err
+}
