@@ -8,6 +8,8 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"strconv"
+	"strings"
 
 	"github.com/pressly/goose/v3"
 )
@@ -46,4 +48,24 @@ func Up(ctx context.Context, db *sql.DB, dialect string) error {
 		return fmt.Errorf("migrations: %w", err)
 	}
 	return nil
+}
+
+// Versions returns the numbers of dialect's migrations, in order. They
+// need not be consecutive: a number may be reserved for a migration that
+// lands later.
+func Versions(dialect string) ([]int64, error) {
+	names, err := fs.Glob(files, dialect+"/*.sql")
+	if err != nil || len(names) == 0 {
+		return nil, fmt.Errorf("migrations: no migrations for dialect %q", dialect)
+	}
+	out := make([]int64, 0, len(names))
+	for _, name := range names {
+		num, _, _ := strings.Cut(strings.TrimPrefix(name, dialect+"/"), "_")
+		v, err := strconv.ParseInt(num, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("migrations: %s is not numbered", name)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
