@@ -20,6 +20,7 @@ import (
 	"github.com/dlgate/dlgate/gateway"
 	"github.com/dlgate/dlgate/ledger/sqlcore"
 	"github.com/dlgate/dlgate/sessions"
+	"github.com/dlgate/dlgate/uploads"
 	"github.com/dlgate/dlgate/webhook"
 )
 
@@ -45,6 +46,7 @@ const (
 	DefaultObjectRetention       = 168 * time.Hour
 	DefaultAuditRetention        = 8760 * time.Hour
 	DefaultWebhookMaxAge         = webhook.DefaultMaxAge
+	DefaultUploadExpiry          = uploads.DefaultExpiry
 	// DefaultACMEDirectory is Let's Encrypt's production directory.
 	DefaultACMEDirectory = "https://acme-v02.api.letsencrypt.org/directory"
 
@@ -131,6 +133,10 @@ type Config struct {
 	// WebhookMaxAge is GATEWAY_WEBHOOK_MAX_AGE: how long an event is
 	// retried before it is given up.
 	WebhookMaxAge time.Duration
+	// UploadExpiry is GATEWAY_UPLOAD_EXPIRY: how long an unfinished
+	// resumable upload is kept after its creation or its last PATCH
+	// before its bytes are removed (SPEC §11).
+	UploadExpiry time.Duration
 
 	// PreviewAgents is GATEWAY_PREVIEW_AGENTS: a comma-separated list that
 	// replaces the built-in list of link-preview user agents; "none" means
@@ -194,6 +200,7 @@ func Default() *Config {
 		ObjectRetention:       DefaultObjectRetention,
 		AuditRetention:        DefaultAuditRetention,
 		WebhookMaxAge:         DefaultWebhookMaxAge,
+		UploadExpiry:          DefaultUploadExpiry,
 		StoreOpenTimeout:      DefaultStoreOpenTimeout,
 		StoreIdleTimeout:      DefaultStoreIdleTimeout,
 		PreviewDetails:        true,
@@ -466,6 +473,7 @@ func (c *Config) Validate() error {
 		{"STORE_OPEN_TIMEOUT", c.StoreOpenTimeout},
 		{"STORE_IDLE_TIMEOUT", c.StoreIdleTimeout},
 		{"WEBHOOK_MAX_AGE", c.WebhookMaxAge},
+		{"UPLOAD_EXPIRY", c.UploadExpiry},
 	} {
 		if d.d <= 0 {
 			return bad(d.name, "must be positive, got %v", d.d)

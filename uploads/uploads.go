@@ -50,6 +50,9 @@ const (
 	DefaultCheckpoint = 64 << 20
 )
 
+// maxExpiry is the longest expiry the ledger records (ten years).
+const maxExpiry = 10 * 366 * 24 * time.Hour
+
 // Config configures New.
 type Config struct {
 	// Store receives the bytes; it must implement storage.Uploader.
@@ -109,6 +112,8 @@ func New(cfg Config) (*Handler, error) {
 		return nil, fmt.Errorf("uploads: base path %q must start and end with /", cfg.BasePath)
 	case cfg.Expiry < 0 || cfg.MaxSize < 0 || cfg.LockLease < 0 || cfg.LockWait < 0 || cfg.Checkpoint < 0:
 		return nil, errors.New("uploads: durations and sizes must not be negative")
+	case cfg.Expiry > maxExpiry:
+		return nil, fmt.Errorf("uploads: expiry %v is longer than %v", cfg.Expiry, maxExpiry)
 	}
 	if cfg.Expiry == 0 {
 		cfg.Expiry = DefaultExpiry
