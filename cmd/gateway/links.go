@@ -253,7 +253,7 @@ func (c *linksCommand) createLink(ctx context.Context, cl *client.Client, req cl
 		return cl.CreateLink(ctx, req)
 	}
 	path := req.Object.Key
-	obj, err := c.upload(ctx, cl, path)
+	obj, err := c.uploadFile(ctx, cl, path)
 	if err != nil {
 		return client.Link{}, err
 	}
@@ -310,7 +310,9 @@ func localFile(arg string) (bool, error) {
 	return fi.Mode().IsRegular(), nil
 }
 
-// upload streams the local file at path to the store under its base name.
+// upload streams the local file at path to the store under its base
+// name, in one PUT /v1/objects: for a gateway without resumable uploads
+// (uploadFile).
 func (c *linksCommand) upload(ctx context.Context, cl *client.Client, path string) (client.Object, error) {
 	f, err := os.Open(path)
 	if err != nil {
