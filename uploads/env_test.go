@@ -41,13 +41,13 @@ type backend struct {
 	// open returns a ledger and a store as one gateway process opens
 	// them; every call of one env's open shares the database and the
 	// store's data with the others, as separate processes do.
-	setup func(t *testing.T) (open func(t *testing.T) (*sqlcore.DB, storage.Store), leftovers func(t *testing.T) []string)
+	setup func(t testing.TB) (open func(t testing.TB) (*sqlcore.DB, storage.Store), leftovers func(t testing.TB) []string)
 }
 
 var backends = []backend{
-	{"SQLiteAndFS", func(t *testing.T) (func(*testing.T) (*sqlcore.DB, storage.Store), func(*testing.T) []string) {
+	{"SQLiteAndFS", func(t testing.TB) (func(testing.TB) (*sqlcore.DB, storage.Store), func(testing.TB) []string) {
 		dbPath, root := filepath.Join(t.TempDir(), "gateway.db"), t.TempDir()
-		open := func(t *testing.T) (*sqlcore.DB, storage.Store) {
+		open := func(t testing.TB) (*sqlcore.DB, storage.Store) {
 			db, err := sqlite.Open(context.Background(), dbPath)
 			if err != nil {
 				t.Fatal(err)
@@ -63,13 +63,13 @@ var backends = []backend{
 			t.Cleanup(func() { st.Close() })
 			return db, st
 		}
-		return open, func(t *testing.T) []string { return partialFiles(t, root) }
+		return open, func(t testing.TB) []string { return partialFiles(t, root) }
 	}},
-	{"MariaDBAndS3", func(t *testing.T) (func(*testing.T) (*sqlcore.DB, storage.Store), func(*testing.T) []string) {
+	{"MariaDBAndS3", func(t testing.TB) (func(testing.TB) (*sqlcore.DB, storage.Store), func(testing.TB) []string) {
 		dsn := testenv.SharedMariaDB(t).NewDatabase(t)
 		env := testenv.SharedS3(t)
 		bucket := env.NewBucket(t, true)
-		open := func(t *testing.T) (*sqlcore.DB, storage.Store) {
+		open := func(t testing.TB) (*sqlcore.DB, storage.Store) {
 			db, err := mysql.Open(context.Background(), dsn)
 			if err != nil {
 				t.Fatal(err)
@@ -80,7 +80,7 @@ var backends = []backend{
 			}
 			return db, s3.NewFromClient(env.Client(), bucket, s3.WithPartSize(s3.MinPartSize))
 		}
-		return open, func(t *testing.T) []string { return s3Leftovers(t, env.Client(), bucket) }
+		return open, func(t testing.TB) []string { return s3Leftovers(t, env.Client(), bucket) }
 	}},
 }
 
@@ -97,8 +97,8 @@ func forEachBackend(t *testing.T, test func(t *testing.T, e *env)) {
 
 // env is one database and store, and the gateway processes of a test.
 type env struct {
-	open      func(t *testing.T) (*sqlcore.DB, storage.Store)
-	leftovers func(t *testing.T) []string
+	open      func(t testing.TB) (*sqlcore.DB, storage.Store)
+	leftovers func(t testing.TB) []string
 	clock     *clock
 
 	mu       sync.Mutex
@@ -116,7 +116,7 @@ type process struct {
 }
 
 // start starts a process; edit changes its Config before New.
-func (e *env) start(t *testing.T, edit ...func(*uploads.Config)) *process {
+func (e *env) start(t testing.TB, edit ...func(*uploads.Config)) *process {
 	t.Helper()
 	db, st := e.open(t)
 	db.Now, db.DBClock = e.clock.Now, e.clock.Now
@@ -151,7 +151,7 @@ func (e *env) versions() []storage.Version {
 
 // wantNoLeftovers fails unless the store holds nothing of unfinished
 // uploads.
-func (e *env) wantNoLeftovers(t *testing.T, when string) {
+func (e *env) wantNoLeftovers(t testing.TB, when string) {
 	t.Helper()
 	if left := e.leftovers(t); len(left) > 0 {
 		t.Errorf("%s the store still holds %q", when, left)
@@ -170,7 +170,7 @@ func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return 
 func (c *clock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
 
 // testWriter sends log lines to the test's log.
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimSuffix(string(b), "\n"))
@@ -188,7 +188,7 @@ func meta(kv ...string) string {
 	return strings.Join(parts, ",")
 }
 
-func do(t *testing.T, method, url string, body io.Reader, header ...string) *http.Response {
+func do(t testing.TB, method, url string, body io.Reader, header ...string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, url, body)
 	if err != nil {
@@ -214,7 +214,7 @@ func do(t *testing.T, method, url string, body io.Reader, header ...string) *htt
 }
 
 // create creates an upload of size bytes and returns its URL.
-func create(t *testing.T, p *process, size int64, metadata string) string {
+func create(t testing.TB, p *process, size int64, metadata string) string {
 	t.Helper()
 	resp := do(t, http.MethodPost, p.url, nil, "Upload-Length", strconv.FormatInt(size, 10), "Upload-Metadata", metadata)
 	if resp.StatusCode != http.StatusCreated || resp.Header.Get("Location") == "" {
@@ -228,14 +228,14 @@ func create(t *testing.T, p *process, size int64, metadata string) string {
 }
 
 // patch sends body at offset and returns the answer.
-func patch(t *testing.T, url string, offset int64, body io.Reader) *http.Response {
+func patch(t testing.TB, url string, offset int64, body io.Reader) *http.Response {
 	t.Helper()
 	return do(t, http.MethodPatch, url, body, "Upload-Offset", strconv.FormatInt(offset, 10),
 		"Content-Type", "application/offset+octet-stream")
 }
 
 // offsetOf is the upload's offset, by HEAD.
-func offsetOf(t *testing.T, url string) int64 {
+func offsetOf(t testing.TB, url string) int64 {
 	t.Helper()
 	resp := do(t, http.MethodHead, url, nil)
 	if resp.StatusCode != http.StatusOK {
@@ -259,7 +259,7 @@ type object struct {
 	SHA256      *string `json:"sha256"`
 }
 
-func mustObject(t *testing.T, url string) object {
+func mustObject(t testing.TB, url string) object {
 	t.Helper()
 	resp := do(t, http.MethodGet, url, nil)
 	body := readBody(t, resp)
@@ -283,7 +283,7 @@ type problem struct {
 
 // wantProblem fails unless resp is a problem+json of status whose type
 // ends in /typ.
-func wantProblem(t *testing.T, what string, resp *http.Response, status int, typ string) {
+func wantProblem(t testing.TB, what string, resp *http.Response, status int, typ string) {
 	t.Helper()
 	body := readBody(t, resp)
 	if resp.StatusCode != status || resp.Header.Get("Content-Type") != "application/problem+json" {
@@ -299,7 +299,7 @@ func wantProblem(t *testing.T, what string, resp *http.Response, status int, typ
 	}
 }
 
-func readBody(t *testing.T, resp *http.Response) []byte {
+func readBody(t testing.TB, resp *http.Response) []byte {
 	t.Helper()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
@@ -310,7 +310,7 @@ func readBody(t *testing.T, resp *http.Response) []byte {
 
 // partialFiles lists files under root that are not a version's data,
 // metadata or pointer.
-func partialFiles(t *testing.T, root string) []string {
+func partialFiles(t testing.TB, root string) []string {
 	t.Helper()
 	var out []string
 	err := filepath.WalkDir(root, func(path string, d iofs.DirEntry, err error) error {
@@ -330,7 +330,7 @@ func partialFiles(t *testing.T, root string) []string {
 
 // s3Leftovers lists the multipart uploads in progress in bucket and every
 // version and delete marker under the uploads' temporary prefix.
-func s3Leftovers(t *testing.T, c *awss3.Client, bucket string) []string {
+func s3Leftovers(t testing.TB, c *awss3.Client, bucket string) []string {
 	t.Helper()
 	var out []string
 	ups, err := c.ListMultipartUploads(t.Context(), &awss3.ListMultipartUploadsInput{Bucket: aws.String(bucket)})
