@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"testing"
-
 )
 
 // BenchmarkUpload compares one 256 MiB upload over loopback through tus
