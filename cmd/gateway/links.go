@@ -137,7 +137,8 @@ const createUsage = `Usage: gateway links create FILE_OR_KEY --downloads N --exp
 
 FILE_OR_KEY naming a local regular file uploads it first (key: its base name) and pins
 the link to the uploaded version; anything else is the key of an existing object.
-Prints the link URL.`
+The upload is resumable: interrupted (Ctrl-C, a dropped connection), the same command
+run again continues where the gateway stopped receiving. Prints the link URL.`
 
 func registerCreateFlags(fs *flag.FlagSet) createFlags {
 	return createFlags{
