@@ -36,11 +36,11 @@ type docAPI struct {
 	seen   []string // operationId of each request, valid or not
 }
 
-// MustDocAPI starts a docAPI on ../gateway/openapi.json and a Client of it
+// MustDocAPI starts a docAPI on ../gateway/admin/openapi.json and a Client of it
 // with the token "tok".
 func MustDocAPI(tb testing.TB) (*docAPI, *Client) {
 	tb.Helper()
-	data, err := os.ReadFile("../gateway/openapi.json")
+	data, err := os.ReadFile("../gateway/admin/openapi.json")
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -17,17 +17,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dlgate/dlgate/gateway"
 	"github.com/dlgate/dlgate/ledger/sqlcore"
 	"github.com/dlgate/dlgate/sessions"
-	"github.com/dlgate/dlgate/uploads"
-	"github.com/dlgate/dlgate/webhook"
 )
 
 // Defaults from SPEC §7 and the gateway's operational knobs. Values derived
 // from other settings (public URL, SQLite DSN, FS root) are filled in by Load.
-// A default the gateway's packages also apply on their own is theirs, and
-// config points to it, so the two cannot drift apart.
+// They are defined here, once: the gateway (gateway.New) and the webhook
+// deliverer (webhook.New) apply the same constants to the options a caller
+// left zero, so the two cannot drift apart, and configuration stays below
+// the HTTP layer in the import graph.
 const (
 	DefaultListen                = "127.0.0.1:8080"
 	DefaultAdminListen           = "127.0.0.1:8081"
@@ -36,17 +35,21 @@ const (
 	DefaultShutdownGrace         = 30 * time.Second
 	DefaultDBTimeout             = sqlcore.DefaultTimeout
 	DefaultMaxConnections        = 4096
-	DefaultBodyTimeout           = gateway.DefaultBodyTimeout
+	DefaultBodyTimeout           = 10 * time.Second
 	DefaultSessionTTL            = sessions.DefaultTTL
 	DefaultSessionMaxConcurrency = sessions.DefaultMaxConcurrency
-	DefaultSlotLease             = gateway.DefaultSlotLease
-	DefaultSweepInterval         = gateway.DefaultSweepInterval
-	DefaultStoreOpenTimeout      = gateway.DefaultStoreOpenTimeout
-	DefaultStoreIdleTimeout      = gateway.DefaultStoreIdleTimeout
+	DefaultSlotLease             = 30 * time.Second // SPEC §3: a crashed process loses its slots within 30 s
+	DefaultSweepInterval         = 15 * time.Second
+	DefaultStoreOpenTimeout      = 10 * time.Second
+	DefaultStoreIdleTimeout      = 30 * time.Second
 	DefaultObjectRetention       = 168 * time.Hour
 	DefaultAuditRetention        = 8760 * time.Hour
-	DefaultWebhookMaxAge         = webhook.DefaultMaxAge
-	DefaultUploadExpiry          = uploads.DefaultExpiry
+	DefaultWebhookMaxAge         = 72 * time.Hour
+	// DefaultUploadExpiry is GATEWAY_UPLOAD_EXPIRY's (SPEC §7), the
+	// uploads package's own default too (uploads.DefaultExpiry).
+	DefaultUploadExpiry = 24 * time.Hour
+	// DefaultSessionAffinity is GATEWAY_SESSION_AFFINITY's (SPEC §5).
+	DefaultSessionAffinity = "client"
 	// DefaultACMEDirectory is Let's Encrypt's production directory.
 	DefaultACMEDirectory = "https://acme-v02.api.letsencrypt.org/directory"
 
@@ -194,7 +197,7 @@ func Default() *Config {
 		LogFormat:             "text",
 		SessionTTL:            DefaultSessionTTL,
 		SessionMaxConcurrency: DefaultSessionMaxConcurrency,
-		SessionAffinity:       gateway.DefaultAffinity,
+		SessionAffinity:       DefaultSessionAffinity,
 		SlotLease:             DefaultSlotLease,
 		SweepInterval:         DefaultSweepInterval,
 		ObjectRetention:       DefaultObjectRetention,

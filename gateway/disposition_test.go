@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dlgate/dlgate/gateway"
+	"github.com/dlgate/dlgate/gateway/httpx"
 )
 
 var dispositionTests = []struct {
@@ -34,7 +34,7 @@ var dispositionTests = []struct {
 
 func TestContentDisposition(t *testing.T) {
 	for _, tt := range dispositionTests {
-		if got := gateway.ContentDisposition(tt.in); got != tt.want {
+		if got := httpx.ContentDisposition(tt.in); got != tt.want {
 			t.Errorf("ContentDisposition(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
@@ -42,7 +42,7 @@ func TestContentDisposition(t *testing.T) {
 
 func TestContentDispositionIsAlwaysSafe(t *testing.T) {
 	for _, tt := range dispositionTests {
-		mustSavedName(t, gateway.ContentDisposition(tt.in))
+		mustSavedName(t, httpx.ContentDisposition(tt.in))
 	}
 }
 
@@ -51,6 +51,6 @@ func FuzzContentDisposition(f *testing.F) {
 		f.Add(tt.in)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		mustSavedName(t, gateway.ContentDisposition(name))
+		mustSavedName(t, httpx.ContentDisposition(name))
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/gateway"
+	"github.com/dlgate/dlgate/gateway/problem"
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/ledger/sqlcore"
 	"github.com/dlgate/dlgate/ledger/sqlite"
@@ -402,8 +403,8 @@ func mustProblem(tb testing.TB, resp *http.Response, body []byte, status int, su
 		tb.Errorf("Content-Type = %q, want application/problem+json", ct)
 	}
 	p := mustJSON[problemJSON](tb, body)
-	if p.Type != gateway.ProblemBase+suffix {
-		tb.Errorf("problem type = %q, want %q", p.Type, gateway.ProblemBase+suffix)
+	if p.Type != problem.Base+suffix {
+		tb.Errorf("problem type = %q, want %q", p.Type, problem.Base+suffix)
 	}
 	if p.Status != status || p.Title == "" {
 		tb.Errorf("problem = %+v, want status %d and a title", p, status)

@@ -11,6 +11,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/dlgate/dlgate/gateway/httpx"
+	"github.com/dlgate/dlgate/gateway/problem"
 )
 
 // Limits on what a client may make the gateway wait for. A request that
@@ -27,10 +30,6 @@ const (
 	// mint request carries no more than a few bytes.
 	maxPublicBody = 64 << 10
 )
-
-// errBodyStalled is a request body that stopped arriving: the answer is
-// 408, and whatever the body was feeding (an upload) is abandoned.
-var errBodyStalled = errors.New("gateway: request body stalled")
 
 // hasBody reports whether r carries a body: a positive Content-Length, or
 // a chunked one (ContentLength -1 on a server request).
@@ -49,7 +48,7 @@ func (s *Server) limitPublicBodies(h http.Handler) http.Handler {
 		case !hasBody(r):
 			h.ServeHTTP(w, r)
 		case r.Method == http.MethodGet || r.Method == http.MethodHead:
-			s.refuseBody(w, r, probBodyNotAllowed, "GET and HEAD requests must not carry a body.")
+			s.refuseBody(w, r, problem.BodyNotAllowed, "GET and HEAD requests must not carry a body.")
 		case r.Method == http.MethodPost:
 			body, p, ok := s.readPublicBody(w, r)
 			if !ok {
@@ -67,37 +66,37 @@ func (s *Server) limitPublicBodies(h http.Handler) http.Handler {
 
 // readPublicBody reads r's body whole under a read deadline. On failure
 // it returns the problem to answer.
-func (s *Server) readPublicBody(w http.ResponseWriter, r *http.Request) ([]byte, problem, bool) {
+func (s *Server) readPublicBody(w http.ResponseWriter, r *http.Request) ([]byte, problem.Problem, bool) {
 	if r.ContentLength > maxPublicBody {
-		return nil, probBodyTooLarge, false
+		return nil, problem.BodyTooLarge, false
 	}
 	rc := http.NewResponseController(w)
 	// Without a deadline a body dripped a byte a second holds the
 	// connection for days; net/http's ReadTimeout would also cut slow
 	// downloads, so the deadline is set here, for the body alone.
 	if err := rc.SetReadDeadline(time.Now().Add(s.BodyTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return nil, probBadRequest, false
+		return nil, problem.BadRequest, false
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxPublicBody+1))
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return nil, probRequestTimeout, false
+		return nil, problem.RequestTimeout, false
 	case err != nil:
-		return nil, probBadRequest, false
+		return nil, problem.BadRequest, false
 	case len(body) > maxPublicBody:
-		return nil, probBodyTooLarge, false
+		return nil, problem.BodyTooLarge, false
 	}
 	// The handler may stream a large response to a slow reader.
 	rc.SetReadDeadline(time.Time{}) //nolint:errcheck // set above, so supported
-	return body, problem{}, true
+	return body, problem.Problem{}, true
 }
 
 // refuseBody answers p for a request whose body the gateway will not
 // read, and closes the connection after the answer.
-func (s *Server) refuseBody(w http.ResponseWriter, r *http.Request, p problem, detail string) {
+func (s *Server) refuseBody(w http.ResponseWriter, r *http.Request, p problem.Problem, detail string) {
 	s.log.InfoContext(r.Context(), "request body refused", "status", p.Status, "content_length", r.ContentLength)
 	dropBody(w)
-	writeProblem(w, r, p, detail)
+	problem.Write(w, r, p, detail)
 }
 
 // dropBody makes net/http close the connection after the answer instead
@@ -111,7 +110,7 @@ func dropBody(w http.ResponseWriter) {
 
 // idleUpload bounds the wait for each read of an upload's body to
 // UploadIdleTimeout, so an upload whose body stops arriving fails with
-// errBodyStalled (408) and the store abandons it, instead of holding the
+// httpx.ErrBodyStalled (408) and the store abandons it, instead of holding the
 // connection and a half-written object forever. A slow body that keeps
 // moving is never cut. It sits outside the admin check, so a refused
 // upload's body is not drained either.
@@ -148,7 +147,7 @@ func (b *idleBody) Read(p []byte) (int, error) {
 	case err == io.EOF:
 		b.eof.Store(true)
 	case err != nil && errors.Is(err, os.ErrDeadlineExceeded):
-		err = fmt.Errorf("%w: no byte for %v", errBodyStalled, b.idle)
+		err = fmt.Errorf("%w: no byte for %v", httpx.ErrBodyStalled, b.idle)
 	}
 	return n, err
 }
@@ -224,6 +223,10 @@ type limitConn struct {
 	once    sync.Once
 	release func()
 }
+
+// NetConn lets a response see through the limit's wrapper to the TCP
+// socket (deliver.ConnContext).
+func (c *limitConn) NetConn() net.Conn { return c.Conn }
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()

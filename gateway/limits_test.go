@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/gateway"
+	"github.com/dlgate/dlgate/gateway/problem"
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/storage"
 )
@@ -103,7 +104,7 @@ func checkProblemBody(tb testing.TB, resp *http.Response, body []byte, status in
 		tb.Fatalf("status %d %s, want %d", resp.StatusCode, body, status)
 	}
 	p := mustJSON[problemJSON](tb, body)
-	if p.Type != gateway.ProblemBase+suffix {
+	if p.Type != problem.Base+suffix {
 		tb.Errorf("problem type %q, want …/%s", p.Type, suffix)
 	}
 }

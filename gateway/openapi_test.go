@@ -23,6 +23,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/dlgate/dlgate/gateway"
+	"github.com/dlgate/dlgate/gateway/admin"
 	"github.com/dlgate/dlgate/storage"
 )
 
@@ -33,7 +34,7 @@ import (
 func mustOpenAPI(tb testing.TB) *openapi3.T {
 	tb.Helper()
 	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromData(gateway.OpenAPI())
+	doc, err := loader.LoadFromData(admin.OpenAPI())
 	if err != nil {
 		tb.Fatalf("loading openapi.json: %v", err)
 	}
@@ -190,16 +191,16 @@ func TestOpenAPIServedWithoutToken(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("GET /openapi.json = %d %q, want 200 application/json", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	if !bytes.Equal(body, gateway.OpenAPI()) {
+	if !bytes.Equal(body, admin.OpenAPI()) {
 		t.Error("GET /openapi.json is not the embedded document")
 	}
 	if resp.Header.Get("X-Request-Id") == "" {
 		t.Error("GET /openapi.json has no X-Request-Id")
 	}
 	resp, body = mustDo(t, http.DefaultClient, mustOARequest(t, http.MethodHead, h.Admin.URL+"/openapi.json", nil))
-	if resp.StatusCode != http.StatusOK || len(body) != 0 || resp.ContentLength != int64(len(gateway.OpenAPI())) {
+	if resp.StatusCode != http.StatusOK || len(body) != 0 || resp.ContentLength != int64(len(admin.OpenAPI())) {
 		t.Errorf("HEAD /openapi.json = %d, %d body bytes, Content-Length %d; want 200, none, %d",
-			resp.StatusCode, len(body), resp.ContentLength, len(gateway.OpenAPI()))
+			resp.StatusCode, len(body), resp.ContentLength, len(admin.OpenAPI()))
 	}
 }
 

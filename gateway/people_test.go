@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dlgate/dlgate/gateway"
+	"github.com/dlgate/dlgate/gateway/problem"
 )
 
 // browserNav is what Chromium sends when a person opens a link.
@@ -86,7 +87,7 @@ func TestPreviewsAndPrefetchesClaimNothing(t *testing.T) {
 	}
 	// And the second navigation is the HTML 404, not JSON.
 	resp, body = h.Do(t, http.MethodGet, l.URL, browserNav)
-	assertHTMLPage(t, resp, body, http.StatusNotFound, "This link is no longer available", gateway.ProblemBase+"link-unavailable")
+	assertHTMLPage(t, resp, body, http.StatusNotFound, "This link is no longer available", problem.Base+"link-unavailable")
 	// A previewer of a spent link learns nothing either.
 	resp, _ = h.Do(t, http.MethodGet, l.URL, header("User-Agent", slackbot))
 	if resp.StatusCode != http.StatusNotFound {
@@ -196,7 +197,7 @@ func TestErrorsAreHTMLForBrowsersAndJSONForTools(t *testing.T) {
 		header("Sec-Fetch-Dest", "document"),
 	} {
 		resp, body := h.Do(t, http.MethodGet, unknown, hdr)
-		assertHTMLPage(t, resp, body, http.StatusNotFound, "This link is no longer available", gateway.ProblemBase+"link-unavailable", "<h1>")
+		assertHTMLPage(t, resp, body, http.StatusNotFound, "This link is no longer available", problem.Base+"link-unavailable", "<h1>")
 	}
 	for _, hdr := range []http.Header{
 		nil,

@@ -3,132 +3,128 @@ package gateway
 import (
 	"net/http"
 
-	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/dlgate/dlgate/gateway/httpx"
 	"github.com/dlgate/dlgate/token"
 )
 
-// route is one line of a route table. Each route is declared once; the
-// 405 answer and its Allow header are derived from the table, not
-// repeated per path.
+// route is one line of a route table: each route is declared once, and
+// the router (router.go), the 405 answers with their Allow header,
+// OPTIONS * and the OpenAPI test are derived from the table.
 type route struct {
 	name    string // the route label of logs and metrics
-	pattern string
+	pattern string // a plain gorilla/mux path template (router.go)
 	methods []string
 	h       http.Handler
+	// scope is what an admin route demands of its caller's key (SPEC §6):
+	// one of the admin API's scopes, scopeOpen for the routes that need
+	// no key at all (health, readiness, metrics, the OpenAPI document) and
+	// scopeBootstrap for those only the admin token may use. Public
+	// routes have none: their callers are recipients, not operators.
+	scope string
+	// ownPath marks a route whose handler checks its own path variable
+	// (an object key), so that cleanPaths hands it requests whose path is
+	// not clean instead of refusing them.
+	ownPath bool
 }
 
+// The admin API's scopes (SPEC §6), and the two markers of routes that
+// need none or more than any.
+const (
+	scopeLinksRead     = "links:read"
+	scopeLinksWrite    = "links:write"
+	scopeObjectsWrite  = "objects:write"
+	scopeObjectsDelete = "objects:delete"
+	scopeSessionsWrite = "sessions:write"
+	scopeOpen          = "open"
+	scopeBootstrap     = "bootstrap"
+)
+
 var (
+	get         = []string{http.MethodGet}
 	getHead     = []string{http.MethodGet, http.MethodHead}
 	getHeadPost = []string{http.MethodGet, http.MethodHead, http.MethodPost}
 	post        = []string{http.MethodPost}
+	put         = []string{http.MethodPut}
+	del         = []string{http.MethodDelete}
 )
 
 // publicRoutes are GATEWAY_LISTEN's routes (SPEC §3). The mint route comes
 // before the named link URL so that POST …/sessions always mints; a GET of
 // …/sessions is the named URL of a file called "sessions". Each bounds the
-// refusals of one client on one token (refusals.go).
+// refusals of one client on one token (gateway/public/refusals.go).
 func (s *Server) publicRoutes() []route {
-	link := func(h http.HandlerFunc) http.Handler { return s.boundRefusals(token.Link, h) }
-	session := func(h http.HandlerFunc) http.Handler { return s.boundRefusals(token.Session, h) }
+	p := s.public
+	link := func(h http.HandlerFunc) http.Handler { return p.Bound(token.Link, h) }
+	session := func(h http.HandlerFunc) http.Handler { return p.Bound(token.Session, h) }
 	return []route{
-		{"mint", "/d/{token}/sessions", post, link(s.handleMint)},
-		{"link", "/d/{token}", getHeadPost, link(s.handleLink)},
-		{"link", "/d/{token}/{name:.+}", getHeadPost, link(s.handleLink)},
-		{"session", "/s/{token}", getHead, session(s.handleSession)},
-		{"session", "/s/{token}/{name:.+}", getHead, session(s.handleSession)},
+		{name: "mint", pattern: "/d/{token}/sessions", methods: post, h: link(p.Mint)},
+		{name: "link", pattern: "/d/{token}", methods: getHeadPost, h: link(p.Link)},
+		{name: "link", pattern: "/d/{token}/{name:.+}", methods: getHeadPost, h: link(p.Link)},
+		{name: "session", pattern: "/s/{token}", methods: getHead, h: session(p.Session)},
+		{name: "session", pattern: "/s/{token}/{name:.+}", methods: getHead, h: session(p.Session)},
 	}
 }
 
-// adminRoutes are GATEWAY_ADMIN_LISTEN's routes (SPEC §6).
+// adminRoutes are GATEWAY_ADMIN_LISTEN's routes (SPEC §6), each with the
+// scope it demands.
 func (s *Server) adminRoutes() []route {
-	admin := func(h http.HandlerFunc) http.Handler { return s.requireAdmin(h) }
-	open := func(h http.HandlerFunc) http.Handler { return h }
+	a := s.admin
 	return []route{
-		{"admin_links_create", "/v1/links", post, admin(s.handleCreateLink)},
-		{"admin_links_list", "/v1/links", []string{http.MethodGet}, admin(s.handleListLinks)},
-		{"admin_links_show", "/v1/links/{id}", []string{http.MethodGet}, admin(s.handleShowLink)},
-		{"admin_links_revoke", "/v1/links/{id}/revoke", post, admin(s.handleRevokeLink)},
-		{"admin_links_allowance", "/v1/links/{id}/allowance", post, admin(s.handleAllowance)},
-		{"admin_links_allowance_changes", "/v1/links/{id}/allowance", []string{http.MethodGet}, admin(s.handleAllowanceChanges)},
-		{"admin_links_grants", "/v1/links/{id}/grants", []string{http.MethodGet}, admin(s.handleGrants)},
-		{"admin_sessions_revoke", "/v1/sessions/{id}", []string{http.MethodDelete}, admin(s.handleRevokeSession)},
-		{"admin_objects_put", "/v1/objects/{key:.+}", []string{http.MethodPut}, checksOwnPath(s.idleUpload(admin(s.handlePutObject)))},
-		{"admin_objects_delete", "/v1/objects/{key:.+}", []string{http.MethodDelete}, checksOwnPath(admin(s.handleDeleteObject))},
-		{"healthz", "/healthz", getHead, open(func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-		})},
-		{"readyz", "/readyz", getHead, open(s.handleReady)},
-		{"openapi", "/openapi.json", getHead, open(s.handleOpenAPI)},
-		{"pprof", "/debug/pprof/{profile:.*}", []string{http.MethodGet, http.MethodPost}, admin(s.handlePprof)},
-		{"metrics", "/metrics", []string{http.MethodGet}, promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})},
+		{name: "admin_links_create", pattern: "/v1/links", methods: post, h: http.HandlerFunc(a.CreateLink), scope: scopeLinksWrite},
+		{name: "admin_links_list", pattern: "/v1/links", methods: get, h: http.HandlerFunc(a.ListLinks), scope: scopeLinksRead},
+		{name: "admin_links_show", pattern: "/v1/links/{id}", methods: get, h: http.HandlerFunc(a.ShowLink), scope: scopeLinksRead},
+		{name: "admin_links_revoke", pattern: "/v1/links/{id}/revoke", methods: post, h: http.HandlerFunc(a.RevokeLink), scope: scopeLinksWrite},
+		{name: "admin_links_allowance", pattern: "/v1/links/{id}/allowance", methods: post, h: http.HandlerFunc(a.AddAllowance), scope: scopeLinksWrite},
+		{name: "admin_links_allowance_changes", pattern: "/v1/links/{id}/allowance", methods: get, h: http.HandlerFunc(a.AllowanceChanges), scope: scopeLinksRead},
+		{name: "admin_links_grants", pattern: "/v1/links/{id}/grants", methods: get, h: http.HandlerFunc(a.Grants), scope: scopeLinksRead},
+		{name: "admin_sessions_revoke", pattern: "/v1/sessions/{id}", methods: del, h: http.HandlerFunc(a.RevokeSession), scope: scopeSessionsWrite},
+		{name: "admin_objects_put", pattern: "/v1/objects/{key:.+}", methods: put, h: http.HandlerFunc(a.PutObject), scope: scopeObjectsWrite, ownPath: true},
+		{name: "admin_objects_delete", pattern: "/v1/objects/{key:.+}", methods: del, h: http.HandlerFunc(a.DeleteObject), scope: scopeObjectsDelete, ownPath: true},
+		{name: "healthz", pattern: "/healthz", methods: getHead, h: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		}), scope: scopeOpen},
+		{name: "readyz", pattern: "/readyz", methods: getHead, h: http.HandlerFunc(s.handleReady), scope: scopeOpen},
+		{name: "openapi", pattern: "/openapi.json", methods: getHead, h: http.HandlerFunc(a.ServeOpenAPI), scope: scopeOpen},
+		{name: "pprof", pattern: "/debug/pprof/{profile:.*}", methods: []string{http.MethodGet, http.MethodPost}, h: http.HandlerFunc(a.Pprof), scope: scopeBootstrap},
+		{name: "metrics", pattern: "/metrics", methods: get, h: promhttp.HandlerFor(s.metrics.Reg, promhttp.HandlerOpts{}), scope: scopeOpen},
 	}
+}
+
+// guarded wraps each admin route in what its scope demands: the admin
+// token for any scope, nothing for scopeOpen. An upload's body is bounded
+// in its idle time outside the check, so a refused upload's body is not
+// drained either.
+func (s *Server) guarded(routes []route) []route {
+	for i, rt := range routes {
+		if rt.scope != scopeOpen {
+			rt.h = s.admin.RequireAdmin(rt.h)
+		}
+		if rt.name == "admin_objects_put" {
+			rt.h = s.idleUpload(rt.h)
+		}
+		routes[i] = rt
+	}
+	return routes
 }
 
 // PublicHandler returns the handler for GATEWAY_LISTEN.
-func (s *Server) PublicHandler() http.Handler { return s.router(true, true, s.publicRoutes()) }
+func (s *Server) PublicHandler() http.Handler { return s.router(true, s.publicRoutes()) }
 
 // AdminHandler returns the handler for GATEWAY_ADMIN_LISTEN.
-func (s *Server) AdminHandler() http.Handler { return s.router(false, false, s.adminRoutes()) }
+func (s *Server) AdminHandler() http.Handler { return s.router(false, s.guarded(s.adminRoutes())) }
 
-// router builds a mux router from a route table and wraps all of it, so
-// that even mux's own answers (404, 405) and those of cleanPaths (308 for
-// a GET or HEAD of an unclean path, 400 for other methods, OPTIONS *)
-// carry the listener's headers and request id and are logged and
-// counted. On the public listener, fast puts fastRoutes in front of mux.
-func (s *Server) router(public, fast bool, routes []route) http.Handler {
-	// mux's own cleaning answers every method with a 301; cleanPaths
-	// cleans instead, without ever changing a method or a target.
-	r := mux.NewRouter().SkipClean(true)
-	if !public {
-		// Object keys may contain encoded characters; match on the raw
-		// path and unescape the variable ourselves.
-		r.UseEncodedPath()
-	}
-	hs := make([]http.Handler, len(routes))
-	owners := map[*mux.Route]bool{}
-	for i, rt := range routes {
-		hs[i] = named(rt.name, rt.h)
-		mr := r.Handle(rt.pattern, hs[i]).Methods(rt.methods...)
-		if _, ok := rt.h.(pathChecker); ok {
-			owners[mr] = true
+// AdminRoutes lists the admin listener's route table as "METHOD PATTERN",
+// one entry per method, patterns in gorilla/mux syntax
+// ("/v1/objects/{key:.+}"). It exists so that tests and tools can compare
+// the router with the OpenAPI document without starting a listener.
+func (s *Server) AdminRoutes() []string {
+	var out []string
+	for _, rt := range s.adminRoutes() {
+		for _, m := range rt.methods {
+			out = append(out, m+" "+rt.pattern)
 		}
 	}
-	r.NotFoundHandler = named("unknown", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		writeProblem(w, req, probNotFound, "")
-	}))
-	r.MethodNotAllowedHandler = named("method_not_allowed", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		// RFC 9110 §15.5.6: a 405 names the methods the target allows.
-		w.Header().Set("Allow", allowed(r, req))
-		writeProblem(w, req, probMethodNotAllowed, "")
-	}))
-	var h http.Handler = r
-	if fast {
-		h = newFastRoutes(routes, hs, r)
-	}
-	h = cleanPaths(h, r, owners, !public, tableMethods(routes))
-	if public {
-		// Bodies are settled before routing, so before any lookup or
-		// claim (gateway/limits.go).
-		return s.wrap(public, s.limitPublicBodies(h))
-	}
-	return s.wrap(public, h)
-}
-
-// allowed lists the methods some route of r accepts for req's path.
-func allowed(r *mux.Router, req *http.Request) string {
-	var list string
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
-		probe := req.Clone(req.Context())
-		probe.Method = m
-		var match mux.RouteMatch
-		if r.Match(probe, &match) && match.MatchErr == nil {
-			if list != "" {
-				list += ", "
-			}
-			list += m
-		}
-	}
-	return list
+	return out
 }

@@ -1,20 +1,33 @@
-// Package gateway is the HTTP layer: public download routes (/d/, /s/) and
-// the admin API. It combines the ledger (who may download) with storage
-// (the bytes) and the sessions policy (ranges, budgets, defaults).
+// Package gateway is the HTTP layer, assembled: the options, the one route
+// table of both listeners (routes.go) and the one router (router.go), the
+// wrapper every request passes (middleware.go, limits.go) and the
+// background upkeep (upkeep.go). The routes' handlers are in
+// gateway/public (links and sessions) and gateway/admin (the admin API);
+// every object byte goes out through gateway/deliver; docs/design.md opens
+// with the map.
 package gateway
 
 import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/dlgate/dlgate/auth"
+	"github.com/dlgate/dlgate/config"
+	"github.com/dlgate/dlgate/gateway/admin"
+	"github.com/dlgate/dlgate/gateway/deliver"
+	"github.com/dlgate/dlgate/gateway/httpx"
+	"github.com/dlgate/dlgate/gateway/metrics"
+	"github.com/dlgate/dlgate/gateway/public"
+	"github.com/dlgate/dlgate/gateway/warm"
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/preview"
 	"github.com/dlgate/dlgate/sessions"
@@ -77,7 +90,7 @@ type Options struct {
 	SecretPrevious [][]byte
 	// Previews recognises link previewers and prefetches (SPEC §8);
 	// default preview.Default().
-	Previews PreviewDetector
+	Previews public.PreviewDetector
 	// Affinity is GATEWAY_SESSION_AFFINITY (SPEC §5): AffinityClient
 	// (the default when empty), AffinityAccount or AffinityOff.
 	Affinity string
@@ -114,48 +127,28 @@ type Options struct {
 	RefusalHold time.Duration
 }
 
-// DefaultSlotLease is Options.SlotLease's default (GATEWAY_SLOT_LEASE):
-// how long a crashed process's concurrency slots stay taken (SPEC §3:
-// within 30 s).
-const DefaultSlotLease = 30 * time.Second
-
-// DefaultSweepInterval is how often RunSweeper runs by default
-// (GATEWAY_SWEEP_INTERVAL).
-const DefaultSweepInterval = 15 * time.Second
-
 // Server serves the public and admin routes.
 type Server struct {
 	Options
 	log      *slog.Logger
-	metrics  *metrics
+	metrics  *metrics.Metrics
 	keys     *token.Keys
-	warm     *warmSessions
-	links    linkCache
-	refusals *refusalGuard
+	warm     *warm.Sessions
+	public   *public.Handler
+	admin    *admin.Handler
 	draining atomic.Bool
-	// claims is the part of the ledger the download path on link URLs
-	// uses (link.go, mint.go, affinity.go).
-	claims ledger.Claims
-	// admin is the part of the ledger the admin API's links and sessions
-	// use (admin_links.go, admin_link_create.go, admin_sessions.go);
-	// objects the object lifecycle (admin_objects.go, retention.go);
-	// upkeep the sweeper and the readiness probe (server.go).
-	admin   ledger.Admin
+	// objects is the object lifecycle the retention runs (upkeep.go);
+	// upkeep the sweeper and the readiness probe.
 	objects ledger.ObjectLedger
 	upkeep  interface {
 		ledger.Sweeper
 		ledger.Health
 	}
-	// verified are the stored files whose whole bytes were checked
-	// against their SHA-256 (verified.go).
-	verified verifiedFiles
 }
 
-// Drain marks the server as shutting down: /readyz answers 503 so load
-// balancers stop sending new work while running downloads finish.
-func (s *Server) Drain() { s.draining.Store(true) }
-
-// New checks opts and returns a Server.
+// New checks opts, applies the defaults of every option left zero
+// (Options.withDefaults, the one place they are applied) and assembles
+// the server's parts.
 func New(opts Options) (*Server, error) {
 	if opts.Ledger == nil || opts.Store == nil || len(opts.Secret) < 16 || opts.PublicURL == "" {
 		return nil, errors.New("gateway: ledger, store, a secret of at least 16 bytes and a public URL are required")
@@ -168,132 +161,119 @@ func New(opts Options) (*Server, error) {
 			return nil, errors.New("gateway: every previous secret must be at least 16 bytes")
 		}
 	}
-	opts.PublicURL = strings.TrimRight(opts.PublicURL, "/")
-	if opts.Auth == nil {
-		opts.Auth, _ = auth.New(context.Background(), auth.Config{Mode: auth.ModeNone})
-	}
-	if opts.Previews == nil {
-		opts.Previews = preview.Default()
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	if opts.SlotLease <= 0 {
-		opts.SlotLease = DefaultSlotLease
-	}
-	if opts.Chunk <= 0 {
-		opts.Chunk = sessions.DefaultChunk
-	}
-	if opts.WriteTimeout <= 0 {
-		opts.WriteTimeout = 2 * time.Minute
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.BodyTimeout <= 0 {
-		opts.BodyTimeout = DefaultBodyTimeout
-	}
-	if opts.UploadIdleTimeout <= 0 {
-		opts.UploadIdleTimeout = DefaultUploadIdleTimeout
-	}
-	if opts.ReadyTimeout <= 0 {
-		opts.ReadyTimeout = 3 * time.Second
-	}
-	if opts.WarmIdle <= 0 {
-		opts.WarmIdle = DefaultWarmIdle
-	}
-	if opts.SlotIdle <= 0 {
-		opts.SlotIdle = DefaultSlotIdle
-	}
-	if opts.SlotWait <= 0 {
-		opts.SlotWait = DefaultSlotWait
-	}
-	opts.SlotWait = max(opts.SlotWait, 2*opts.SlotIdle)
-	if opts.WarmRowTTL <= 0 {
-		opts.WarmRowTTL = DefaultWarmRowTTL
-	}
-	if opts.WarmBudget <= 0 {
-		opts.WarmBudget = DefaultWarmBudget
-	}
-	if opts.RefusalHold == 0 {
-		opts.RefusalHold = DefaultRefusalHold
-	}
-	if opts.ClientAddr == nil {
-		opts.ClientAddr = func(r *http.Request) netip.Addr { return auth.ClientAddr(r, nil) }
-	}
-	log := slog.New(contextHandler{opts.Logger.Handler()})
-	srv := &Server{Options: opts, log: log, metrics: newMetrics(opts.Version),
-		keys: token.NewKeys(opts.Secret, opts.SecretPrevious...), claims: opts.Ledger,
-		admin: opts.Ledger, objects: opts.Ledger, upkeep: opts.Ledger}
-	srv.warm = newWarmSessions(warmConfig{
-		sessions: opts.Ledger, budget: opts.Ledger, slots: opts.Ledger, log: log, now: opts.Now,
-		drew:   srv.metrics.budgetDraw.Inc,
-		rowTTL: opts.WarmRowTTL, idle: opts.WarmIdle, lease: opts.SlotLease, keep: opts.WarmBudget,
-		slotIdle: opts.SlotIdle, slotWait: opts.SlotWait,
+	opts = opts.withDefaults()
+	log := slog.New(httpx.LogHandler(opts.Logger.Handler()))
+	m := metrics.New(opts.Version)
+	keys := token.NewKeys(opts.Secret, opts.SecretPrevious...)
+	w := warm.New(warm.Config{
+		Rows: opts.Ledger, Budget: opts.Ledger, Slots: opts.Ledger, Log: log, Now: opts.Now, Drew: m.BudgetDraw.Inc,
+		RowTTL: opts.WarmRowTTL, Idle: opts.WarmIdle, Lease: opts.SlotLease, Keep: opts.WarmBudget,
+		SlotIdle: opts.SlotIdle, SlotWait: opts.SlotWait, Chunk: opts.Chunk,
 	})
-	srv.refusals = newRefusalGuard(srv)
-	return srv, nil
+	pipeline := deliver.New(deliver.Config{Store: opts.Store, Log: log, Metrics: m, WriteTimeout: opts.WriteTimeout,
+		OpenTimeout: opts.StoreOpenTimeout, IdleTimeout: opts.StoreIdleTimeout, Now: opts.Now})
+	s := &Server{Options: opts, log: log, metrics: m, keys: keys, warm: w, objects: opts.Ledger, upkeep: opts.Ledger}
+	s.public = public.New(public.Config{
+		Claims: opts.Ledger, Warm: w, Pipeline: pipeline, Keys: keys, Auth: opts.Auth, Previews: opts.Previews,
+		Log: log, Metrics: m, PublicURL: opts.PublicURL, Defaults: opts.Defaults, Affinity: opts.Affinity,
+		HidePreviewDetails: opts.HidePreviewDetails, ClientAddr: opts.ClientAddr, RefusalHold: opts.RefusalHold, Now: opts.Now,
+	})
+	s.admin = admin.New(admin.Config{
+		Admin: opts.Ledger, Objects: opts.Ledger, Store: opts.Store, Keys: keys, Warm: w, Log: log,
+		PublicURL: opts.PublicURL, AdminToken: opts.AdminToken, Defaults: opts.Defaults, Now: opts.Now,
+	})
+	return s, nil
 }
 
-// handleReady checks the database and the store at once, each under its
-// own deadline, and reports each as it found it: a hung database must
-// neither delay the store's check nor make the store look down.
-func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
-	checks := map[string]string{"database": "ok", "store": "ok"}
-	status := http.StatusOK
-	if s.draining.Load() {
-		checks["gateway"], status = "draining", http.StatusServiceUnavailable
+// withDefaults returns o with the default of every option left zero: the
+// one place the gateway's defaults are applied (the configurable ones are
+// config's constants, the others their packages').
+func (o Options) withDefaults() Options {
+	o.PublicURL = strings.TrimRight(o.PublicURL, "/")
+	if o.Auth == nil {
+		o.Auth, _ = auth.New(context.Background(), auth.Config{Mode: auth.ModeNone})
 	}
-	probes := map[string]func(context.Context) error{"database": s.upkeep.Ping}
-	if p, ok := s.Store.(storage.Pinger); ok {
-		probes["store"] = p.Ping
+	if o.Previews == nil {
+		o.Previews = preview.Default()
 	}
-	var (
-		mu sync.Mutex
-		wg sync.WaitGroup
-	)
-	for name, ping := range probes {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(r.Context(), s.ReadyTimeout)
-			defer cancel()
-			if err := ping(ctx); err != nil {
-				s.log.WarnContext(ctx, "readiness: "+name, "err", err)
-				mu.Lock()
-				checks[name], status = "unavailable", http.StatusServiceUnavailable
-				mu.Unlock()
-			}
-		})
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
-	wg.Wait()
-	writeJSON(w, status, checks)
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.ClientAddr == nil {
+		o.ClientAddr = func(r *http.Request) netip.Addr { return auth.ClientAddr(r, nil) }
+	}
+	if o.Affinity == "" {
+		o.Affinity = config.DefaultSessionAffinity
+	}
+	durations := []struct {
+		v   *time.Duration
+		def time.Duration
+	}{
+		{&o.SlotLease, config.DefaultSlotLease},
+		{&o.WriteTimeout, DefaultWriteTimeout},
+		{&o.StoreOpenTimeout, config.DefaultStoreOpenTimeout},
+		{&o.StoreIdleTimeout, config.DefaultStoreIdleTimeout},
+		{&o.BodyTimeout, config.DefaultBodyTimeout},
+		{&o.UploadIdleTimeout, DefaultUploadIdleTimeout},
+		{&o.ReadyTimeout, DefaultReadyTimeout},
+		{&o.WarmIdle, warm.DefaultWarmIdle},
+		{&o.WarmRowTTL, warm.DefaultWarmRowTTL},
+		{&o.SlotIdle, warm.DefaultSlotIdle},
+		{&o.SlotWait, warm.DefaultSlotWait},
+	}
+	for _, d := range durations {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
+	}
+	o.SlotWait = max(o.SlotWait, 2*o.SlotIdle)
+	if o.RefusalHold == 0 {
+		o.RefusalHold = public.DefaultRefusalHold
+	}
+	if o.Chunk <= 0 {
+		o.Chunk = sessions.DefaultChunk
+	}
+	if o.WarmBudget <= 0 {
+		o.WarmBudget = warm.DefaultWarmBudget
+	}
+	return o
 }
 
-// RunSweeper ends expired sessions, clears lapsed leases and applies the
-// retention (gateway/retention.go) every interval until ctx ends. Every
-// process runs one; they do not collide.
-func (s *Server) RunSweeper(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		for {
-			res, err := s.upkeep.SessionSweep(ctx, 500)
-			if err != nil {
-				if ctx.Err() == nil {
-					s.log.WarnContext(ctx, "sweep failed", "err", err)
-				}
-				break
-			}
-			s.metrics.swept.WithLabelValues("sessions_ended").Add(float64(res.SessionsEnded))
-			s.metrics.swept.WithLabelValues("leases_cleared").Add(float64(res.LeasesCleared))
-			if res.SessionsEnded < 500 && res.LeasesCleared < 500 {
-				break
-			}
-		}
-		s.Retain(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+// Defaults of the options that are not configuration settings.
+const (
+	DefaultWriteTimeout = 2 * time.Minute
+	DefaultReadyTimeout = 3 * time.Second
+)
+
+// Drain marks the server as shutting down: /readyz answers 503 so load
+// balancers stop sending new work while running downloads finish.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// Flush releases every slot and returns every byte this process keeps for
+// idle sessions; serve calls it once the listeners drained.
+func (s *Server) Flush() { s.warm.Flush() }
+
+// ConnContext is the public http.Server's ConnContext: it keeps each
+// connection in its requests' contexts, so that a response can ask the
+// connection's TCP stack what it carried (gateway/deliver/acked.go).
+func (s *Server) ConnContext(ctx context.Context, c net.Conn) context.Context {
+	return deliver.ConnContext(ctx, c)
 }
+
+// Registry is where the gateway's metrics live. Other parts of the process
+// (the webhook deliverer) register their collectors on it, so that
+// /metrics shows them too.
+func (s *Server) Registry() prometheus.Registerer { return s.metrics.Reg }
+
+// Session affinity modes (GATEWAY_SESSION_AFFINITY, SPEC §5).
+const (
+	AffinityClient  = public.AffinityClient
+	AffinityAccount = public.AffinityAccount
+	AffinityOff     = public.AffinityOff
+)
+
+// ValidAffinity reports whether mode is one of the affinity modes.
+func ValidAffinity(mode string) bool { return public.ValidAffinity(mode) }

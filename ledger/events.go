@@ -62,6 +62,25 @@ type EventData struct {
 	// SHA256 is the hex SHA-256 of the link's object version in grant
 	// events (SPEC §10); null when unknown.
 	SHA256 string `json:"sha256,omitempty"`
+	// Actor is the admin API key whose call caused the change (SPEC §6,
+	// "Audit"); null when the gateway made it itself (the sweeper,
+	// retention).
+	Actor *EventActor `json:"actor,omitempty"`
+}
+
+// EventActor names the key of an admin call in the events it causes, as
+// its audit entry does.
+type EventActor struct {
+	KeyID   string `json:"key_id"`
+	KeyName string `json:"key_name"`
+}
+
+// EventActorOf is a's key as events name it, nil for none.
+func EventActorOf(a *Actor) *EventActor {
+	if a == nil {
+		return nil
+	}
+	return &EventActor{KeyID: a.KeyID, KeyName: a.KeyName}
 }
 
 // EventObject names an object version in link events and object.deleted.
@@ -89,11 +108,11 @@ var eventFields = map[string][]string{
 	EventGrantRefunded:  grantEventFields,
 	EventSessionCreated: {"link_id", "grant_id", "session_id", "account_id", "client", "expires_at", "byte_budget", "max_concurrency"},
 	EventLinkExhausted:  {"link_id", "account_id", "downloads", "remaining", "expires_at"},
-	EventObjectDeleted:  {"object"},
+	EventObjectDeleted:  {"object", "actor"},
 }
 
 var (
-	linkEventFields  = []string{"link_id", "account_id", "downloads", "remaining", "delivery", "filename", "expires_at", "object"}
+	linkEventFields  = []string{"link_id", "account_id", "downloads", "remaining", "delivery", "filename", "expires_at", "object", "actor"}
 	grantEventFields = []string{"link_id", "grant_id", "session_id", "account_id", "client", "kind", "downloads", "remaining", "expires_at", "sha256"}
 )
 
@@ -168,6 +187,8 @@ func (d *EventData) field(name string) (any, error) {
 		return d.Object, nil
 	case "sha256":
 		return orNull(d.SHA256), nil
+	case "actor":
+		return d.Actor, nil
 	}
 	return nil, fmt.Errorf("unknown data field %q", name)
 }

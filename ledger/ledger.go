@@ -243,6 +243,9 @@ func (s *Session) Usable(now time.Time) bool {
 type SweepResult struct {
 	SessionsEnded int
 	LeasesCleared int
+	// ConsoleSessionsPurged counts the console sessions deleted because
+	// they were past their end or idle timeout.
+	ConsoleSessionsPurged int
 }
 
 // Page is a cursor page of grants.
@@ -342,7 +345,11 @@ type Slots interface {
 type Admin interface {
 	// LinkCreate inserts l (ID and TokenHash set by the caller). When
 	// l.IdempotencyKey names an existing link, that link is returned with
-	// created=false. Errors: ErrInvalid, ErrUnavailable.
+	// created=false. Each change below made with an actor in ctx
+	// (WithActor) writes its audit entry in its own transaction (a
+	// replay, or revoking what is revoked, changes nothing and writes
+	// none); the actor's Validate errors are ErrInvalid. Errors:
+	// ErrInvalid, ErrUnavailable.
 	LinkCreate(ctx context.Context, l *Link) (out *Link, created bool, err error)
 	// LinkGet returns the link with its counts. Errors: ErrNotFound.
 	LinkGet(ctx context.Context, id string) (*LinkStatus, error)
@@ -370,8 +377,9 @@ type Admin interface {
 // Sweeper ends expired sessions and clears lapsed slot leases
 // (gateway/retention.go).
 type Sweeper interface {
-	// SessionSweep ends expired sessions and clears lapsed leases, at most limit
-	// of each. Safe to run in many processes at once.
+	// SessionSweep ends expired sessions, clears lapsed leases and
+	// deletes dead console sessions, at most limit of each. Safe to run
+	// in many processes at once.
 	SessionSweep(ctx context.Context, limit int) (SweepResult, error)
 }
 
@@ -387,7 +395,8 @@ type Health interface {
 // Ledger is everything the gateway needs from its database, cut by who
 // uses it: each part of the gateway holds only the interface it calls,
 // and a backend implements them all (ledger/sqlcore). ObjectLedger and
-// Outbox are the object lifecycle and the webhook outbox.
+// Outbox are the object lifecycle and the webhook outbox; Keys, Audit and
+// ConsoleSessions the operators' credentials and what they did.
 type Ledger interface {
 	Claims
 	Sessions
@@ -396,6 +405,9 @@ type Ledger interface {
 	Admin
 	Sweeper
 	ObjectLedger
+	Keys
+	Audit
+	ConsoleSessions
 	Health
 }
 

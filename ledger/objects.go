@@ -73,6 +73,10 @@ type Deletion struct {
 	Object Object
 	// Attempts counts the failed store deletions before this one.
 	Attempts int
+	// DecidedBy is the actor whose DeletionBegin decided the deletion
+	// (KeyID and KeyName), nil when retention did: the object.deleted
+	// event names it, whichever process finishes the deletion.
+	DecidedBy *Actor
 }
 
 // PinnedError says what keeps an object version from being deleted.
@@ -92,6 +96,8 @@ func (e *PinnedError) Is(target error) bool { return target == ErrPinned }
 type PurgeResult struct {
 	Links      int // with their grants, sessions, allowance changes and idempotency keys
 	Tombstones int // rows of deleted object versions
+	Audit      int // audit entries
+	Keys       int // keys revoked or expired as long ago
 }
 
 // ObjectLedger is the object lifecycle part of Ledger (SPEC §6). A link
@@ -105,8 +111,9 @@ type PurgeResult struct {
 type ObjectLedger interface {
 	// ObjectRecord records a version the gateway stored. Recording the
 	// same version again (an S3 bucket without versioning reuses version
-	// "null") makes it stored anew with o's size and ETag. Errors:
-	// ErrInvalid, ErrUnavailable.
+	// "null") makes it stored anew with o's size and ETag. With an actor
+	// in ctx it writes the object.stored audit entry in the same
+	// transaction. Errors: ErrInvalid, ErrUnavailable.
 	ObjectRecord(ctx context.Context, o Object) error
 	// ObjectGet returns the record of a version the gateway stored.
 	// Errors: ErrNotFound, ErrUnavailable.
@@ -115,9 +122,13 @@ type ObjectLedger interface {
 	// nothing live pins it, and hands it out for DeletionLease. With force
 	// the live links are revoked first (LinkRevoke, which ends their
 	// sessions). A version already deleting is handed out again, so an
-	// operator can retry a failed deletion at once. Errors: ErrNotFound
-	// (the gateway did not store it, or it is deleted), ErrPinned (a
-	// *PinnedError), ErrUnavailable.
+	// operator can retry a failed deletion at once. With an actor in ctx
+	// the transaction that decides the deletion writes the object.deleted
+	// audit entry (and each revocation its link.revoked one): that
+	// decision is what the operator did, and it stands whether the store
+	// deletion then succeeds or is retried by the sweeper. Errors:
+	// ErrNotFound (the gateway did not store it, or it is deleted),
+	// ErrPinned (a *PinnedError), ErrUnavailable.
 	DeletionBegin(ctx context.Context, bucket, key, versionID string, force bool) (*Deletion, error)
 	// DeletionClaim hands out at most limit versions to delete: versions
 	// unreferenced for at least retention (marked deleting in the same
@@ -136,7 +147,9 @@ type ObjectLedger interface {
 	// LinkPurge deletes at most limit links dead for at least retention
 	// (revoked, or expired, with every session dead as long) with their
 	// grants, sessions, slots, allowance changes and idempotency keys,
-	// and tombstones of versions deleted as long ago. Retention 0 keeps
+	// at most limit tombstones of versions deleted as long ago, at most
+	// limit audit entries as old, and at most limit keys revoked or
+	// expired as long ago (GATEWAY_AUDIT_RETENTION). Retention 0 keeps
 	// everything. Errors: ErrInvalid, ErrUnavailable.
 	LinkPurge(ctx context.Context, retention time.Duration, limit int) (PurgeResult, error)
 }

@@ -57,3 +57,11 @@ func (w *Wait) Begin(timeout time.Duration) (time.Duration, func()) {
 		})
 	}
 }
+
+// WithoutWait returns ctx without its request's Wait: calls made with it
+// have the ledger's whole timeout, as background work does. For work a
+// request must finish for its own sake after its wait ran out (giving
+// back a claim whose commit outcome is unknown).
+func WithoutWait(ctx context.Context) context.Context {
+	return context.WithValue(ctx, waitKey{}, (*Wait)(nil))
+}

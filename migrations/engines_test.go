@@ -3,6 +3,7 @@ package migrations
 import (
 	"io/fs"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -67,5 +68,26 @@ func TestTiDBRefuses(t *testing.T) {
 		if got := tidbRefuses(c.stmt); (got != "") != c.refused {
 			t.Errorf("tidbRefuses(%q) = %q, want refused %v", c.stmt, got, c.refused)
 		}
+	}
+}
+
+func TestVersionsListEveryMigrationInOrder(t *testing.T) {
+	for _, d := range []string{MySQL, SQLite} {
+		v, err := Versions(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names, _ := fs.Glob(files, d+"/*.sql")
+		if len(v) != len(names) || v[0] != 1 || !slices.IsSorted(v) {
+			t.Fatalf("Versions(%s) = %v for %d files", d, v, len(names))
+		}
+	}
+	my, _ := Versions(MySQL)
+	lite, _ := Versions(SQLite)
+	if !slices.Equal(my, lite) {
+		t.Fatalf("MySQL migrations %v, SQLite %v: each needs its twin", my, lite)
+	}
+	if _, err := Versions("oracle"); err == nil {
+		t.Fatal("Versions of an unknown dialect succeeded")
 	}
 }

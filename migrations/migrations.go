@@ -8,6 +8,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"path"
 	"strconv"
 	"strings"
 
@@ -50,20 +51,20 @@ func Up(ctx context.Context, db *sql.DB, dialect string) error {
 	return nil
 }
 
-// Versions returns the numbers of dialect's migrations, in order. They
-// need not be consecutive: a number may be reserved for a migration that
-// lands later.
+// Versions returns the version numbers of dialect's migrations, in
+// order: what a database Up migrated has applied, each once. Numbers may
+// have gaps (a number reserved for a change not merged yet).
 func Versions(dialect string) ([]int64, error) {
 	names, err := fs.Glob(files, dialect+"/*.sql")
 	if err != nil || len(names) == 0 {
 		return nil, fmt.Errorf("migrations: no migrations for dialect %q", dialect)
 	}
-	out := make([]int64, 0, len(names))
-	for _, name := range names {
-		num, _, _ := strings.Cut(strings.TrimPrefix(name, dialect+"/"), "_")
+	var out []int64
+	for _, name := range names { // fs.Glob sorts, and the numbers have five digits
+		num, _, ok := strings.Cut(path.Base(name), "_")
 		v, err := strconv.ParseInt(num, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("migrations: %s is not numbered", name)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("migrations: %s is not named NNNNN_name.sql", name)
 		}
 		out = append(out, v)
 	}

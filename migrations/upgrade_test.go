@@ -22,41 +22,12 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // (link_seq = seq) and the link's own sequence continues after its last
 // one, so that no later event can be delivered before them.
 func TestUpgradeNumbersEachLinksEventsOnFromItsLastOne(t *testing.T) {
-	engines := []struct {
-		name    string
-		dialect string
-		gd      goose.Dialect
-		open    func(t *testing.T) *sql.DB
-		time    func(time.Time) any
-	}{
-		{"SQLite", SQLite, goose.DialectSQLite3, func(t *testing.T) *sql.DB {
-			db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "gateway.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return db
-		}, func(at time.Time) any { return at.UnixMicro() }},
-		{"MySQL", MySQL, goose.DialectMySQL, func(t *testing.T) *sql.DB {
-			db, err := sql.Open("mysql", testenv.SharedMariaDB(t).NewDatabase(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return db
-		}, func(at time.Time) any { return at.UTC() }},
-	}
-	for _, e := range engines {
+	for _, e := range engines() {
 		t.Run(e.name, func(t *testing.T) {
 			ctx := context.Background()
 			db := e.open(t)
 			t.Cleanup(func() { db.Close() })
-			sub, err := fs.Sub(files, e.dialect)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := goose.NewProvider(e.gd, db, sub)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := e.provider(t, db)
 			if _, err := p.UpTo(ctx, 6); err != nil {
 				t.Fatal(err)
 			}
@@ -119,4 +90,47 @@ VALUES (?, ?, 'b', 'k', 'v', 1, '"e"', 'text/plain', 'f', 1, 1, ?, ?, 'stream')`
 			}
 		})
 	}
+}
+
+// engine is a database the migrations run on in these tests.
+type engine struct {
+	name    string
+	dialect string
+	gd      goose.Dialect
+	open    func(t *testing.T) *sql.DB
+	time    func(time.Time) any
+}
+
+// engines are a fresh SQLite file and a fresh MariaDB database.
+func engines() []engine {
+	return []engine{
+		{"SQLite", SQLite, goose.DialectSQLite3, func(t *testing.T) *sql.DB {
+			db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "gateway.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return db
+		}, func(at time.Time) any { return at.UnixMicro() }},
+		{"MySQL", MySQL, goose.DialectMySQL, func(t *testing.T) *sql.DB {
+			db, err := sql.Open("mysql", testenv.SharedMariaDB(t).NewDatabase(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return db
+		}, func(at time.Time) any { return at.UTC() }},
+	}
+}
+
+// provider is goose over e's migrations on db.
+func (e engine) provider(t *testing.T, db *sql.DB) *goose.Provider {
+	t.Helper()
+	sub, err := fs.Sub(files, e.dialect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(e.gd, db, sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

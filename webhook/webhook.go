@@ -23,12 +23,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dlgate/dlgate/config"
 	"github.com/dlgate/dlgate/ledger"
 )
 
 // Defaults of Options.
 const (
-	DefaultMaxAge  = 72 * time.Hour
+	DefaultMaxAge  = config.DefaultWebhookMaxAge
 	DefaultTimeout = 10 * time.Second
 	DefaultPoll    = time.Second
 	DefaultBatch   = 16

@@ -1,5 +1,6 @@
 // Package refusal bounds how many refusals one client may draw on one
-// token. A refusal that spends nothing (a 404 for a used-up link, a 409
+// token, and how many failed authentications one address may make
+// (AuthConfig, AddrKey). A refusal that spends nothing (a 404 for a used-up link, a 409
 // for a Range on a link URL, a 416) costs the client nothing either, so
 // a download manager that retries it does so forever: wget2
 // --chunk-size retries its 409 thousands of times a second. The Limiter
@@ -149,6 +150,42 @@ func (l *Limiter) Key(addr netip.Addr, kind, tok string) Key {
 	h.WriteByte(0)
 	h.WriteString(tok)
 	return Key(max(1, h.Sum64()))
+}
+
+// AddrKey returns the key of a client address alone, within kind, for
+// refusals counted per client whatever it presented: failed
+// authentications on the admin API, each with another guess. It is never
+// the Key of a token of that kind (the address is followed by another
+// separator).
+func (l *Limiter) AddrKey(addr netip.Addr, kind string) Key {
+	var h maphash.Hash
+	h.SetSeed(l.seed)
+	a := addr.As16()
+	h.Write(a[:])
+	h.WriteString(kind)
+	h.WriteByte(1)
+	return Key(max(1, h.Sum64()))
+}
+
+// Failed authentications on the admin API and the console's sign-in
+// (SPEC §6, §11): more than AuthFailures from one address within
+// AuthWindow, and the address is answered 429 with Retry-After, no key
+// checked, for the penalty (AuthConfig). The caller asks Throttled before
+// it looks a key up, and counts each failure with Refused(…, 1).
+const (
+	AuthFailures = 20
+	AuthWindow   = 10 * time.Second
+)
+
+// AuthConfig is the Limiter of failed authentications, keyed by AddrKey:
+// the (AuthFailures+1)th failure within a window starts a penalty of
+// AuthWindow, doubling with each repeat up to DefaultMaxPenalty. The
+// window is the Limiter's: it starts with the first failure after the
+// previous one ended, so failures on both sides of a window's end are
+// counted in two windows (at most 2 × AuthFailures in the 10 s around
+// it), as the public side's refusals are.
+func AuthConfig() Config {
+	return Config{Burst: AuthFailures + 1, Window: AuthWindow, Penalty: AuthWindow}
 }
 
 // lock locks k's set and returns it; the caller unlocks.

@@ -293,3 +293,73 @@ func BenchmarkThrottledWhileSomeKeyIsUnderPenalty(b *testing.B) {
 		}
 	}
 }
+
+// The admin API's rule (SPEC §6): more than 20 failed authentications
+// from one address within 10 s, and its requests are 429 with Retry-After
+// without any key checked, whatever key they carry; another address is
+// not affected.
+func TestMoreThanTwentyFailedAuthenticationsThrottleTheAddress(t *testing.T) {
+	l := New(AuthConfig())
+	k := l.AddrKey(alice, "admin")
+	// 30 requests with bad keys, 300 ms apart: each asks Throttled first
+	// (a 429 checks no key), then counts its failure.
+	var unauthorized, throttled int
+	var retryAfter time.Duration
+	for i := range 30 {
+		at := t0.Add(time.Duration(i) * 300 * time.Millisecond)
+		if p, ok := l.Throttled(k, at); ok {
+			throttled++
+			retryAfter = p.Left
+			continue
+		}
+		unauthorized++
+		l.Refused(k, at, 1)
+	}
+	if unauthorized != AuthFailures+1 || throttled != 30-AuthFailures-1 {
+		t.Fatalf("30 bad keys: %d checked (401), %d throttled (429); want %d and %d", unauthorized, throttled, AuthFailures+1, 30-AuthFailures-1)
+	}
+	// The 21st failure came at t0+6s: the penalty runs to t0+16s.
+	if want := 10*time.Second - 2700*time.Millisecond; retryAfter != want {
+		t.Fatalf("Retry-After of the last 429 = %v, want %v", retryAfter, want)
+	}
+	if _, ok := l.Throttled(l.AddrKey(bob, "admin"), t0.Add(9*time.Second)); ok {
+		t.Fatal("another address is throttled")
+	}
+	// A good key from the throttled address is still 429: Throttled is
+	// asked before the key.
+	if p, ok := l.Throttled(k, t0.Add(16*time.Second-time.Millisecond)); !ok || p.Left != time.Millisecond {
+		t.Fatalf("just before the penalty ends Throttled = %+v, %v", p, ok)
+	}
+	if _, ok := l.Throttled(k, t0.Add(16*time.Second)); ok {
+		t.Fatal("still throttled when the penalty ended")
+	}
+	// Twenty failures in a window never throttle.
+	m := New(AuthConfig())
+	j := m.AddrKey(alice, "admin")
+	if _, started := burst(m, j, t0, AuthFailures); started {
+		t.Fatal("20 failures started a penalty")
+	}
+	if _, ok := m.Throttled(j, t0); ok {
+		t.Fatal("20 failures throttle the address")
+	}
+	if p, started := burst(m, j, t0.Add(AuthWindow-time.Nanosecond), 1); !started || p.Left != AuthWindow {
+		t.Fatalf("the 21st failure within 10 s = %+v, %v; want a penalty of 10 s", p, started)
+	}
+}
+
+func TestAddrKeyIsPerAddressAndKindAndNoTokensKey(t *testing.T) {
+	l := New(AuthConfig())
+	k := l.AddrKey(alice, "admin")
+	for name, other := range map[string]Key{
+		"another address":      l.AddrKey(bob, "admin"),
+		"another kind":         l.AddrKey(alice, "console"),
+		"a token with no text": l.Key(alice, "admin", ""),
+	} {
+		if other == k {
+			t.Errorf("AddrKey(alice, admin) equals the key of %s", name)
+		}
+	}
+	if l.AddrKey(alice, "admin") != k {
+		t.Error("AddrKey is not stable")
+	}
+}

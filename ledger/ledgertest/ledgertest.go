@@ -61,6 +61,8 @@ func Exercise(t *testing.T, newLedger NewLedger) {
 	t.Run("Digests", func(t *testing.T) { exerciseDigests(t, newLedger) })
 	t.Run("Uploads", func(t *testing.T) { exerciseUploads(t, newLedger) })
 	t.Run("Inputs", func(t *testing.T) { exerciseInputs(t, newLedger) })
+	t.Run("Keys", func(t *testing.T) { exerciseKeys(t, newLedger) })
+	t.Run("Console", func(t *testing.T) { exerciseConsole(t, newLedger) })
 }
 
 type env struct {

@@ -99,6 +99,13 @@ func TestConformanceAsOnTiDB(t *testing.T) {
 			return db
 		})
 	})
+	t.Run("Audit", func(t *testing.T) {
+		ledgertest.ExerciseAudit(t, func(t *testing.T, clock ledger.Clock, o ledgertest.Options) ledger.Ledger {
+			db := open(t, clock)
+			db.Webhooks, db.BeforeCommit = o.Webhooks, o.BeforeCommit
+			return db
+		})
+	})
 	shared := processesWith(server, func(tb testing.TB, dsn string) *sqlcore.DB {
 		db := openAsOnTiDB(tb, dsn)
 		db.Webhooks = true
@@ -107,6 +114,7 @@ func TestConformanceAsOnTiDB(t *testing.T) {
 	t.Run("AcrossProcesses", func(t *testing.T) { ledgertest.ExerciseAcrossProcesses(t, shared) })
 	t.Run("ObjectsAcrossProcesses", func(t *testing.T) { ledgertest.ExerciseObjectsAcrossProcesses(t, shared) })
 	t.Run("ClockSkew", func(t *testing.T) { ledgertest.ExerciseClockSkew(t, shared) })
+	t.Run("ConsoleAcrossProcesses", func(t *testing.T) { ledgertest.ExerciseConsoleAcrossProcesses(t, shared) })
 }
 
 // openAsOnTiDB opens a migrated ledger on dsn the way TestConformanceAsOnTiDB

@@ -8,15 +8,21 @@ import (
 	"github.com/dlgate/dlgate/ledger"
 )
 
-// AllowanceAdd raises allowance and remaining by n and records why, in one
-// transaction. A revoked link stays revoked: topping it up is refused by
+// AllowanceAdd raises allowance and remaining by n and records why, with
+// the audit entry when ctx carries an actor, in one transaction. A revoked
+// link stays revoked: topping it up is refused by
 // the UPDATE's own condition, so a revocation that commits first always
 // wins. Errors: ErrNotFound, ErrRevoked, ErrInvalid.
 func (s *DB) AllowanceAdd(ctx context.Context, id string, n int, reason string) error {
 	if n < 1 || n > 1_000_000 {
 		return fmt.Errorf("%w: add must be between 1 and 1000000", ledger.ErrInvalid)
 	}
-	now := s.t(s.now())
+	a, err := actorOf(ctx)
+	if err != nil {
+		return err
+	}
+	stamp := s.now()
+	now := s.t(stamp)
 	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE links SET allowance = allowance + ?, remaining = remaining + ?
 WHERE id = ? AND revoked_at IS NULL`, n, n, id)
@@ -30,7 +36,11 @@ WHERE id = ? AND revoked_at IS NULL`, n, n, id)
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO allowance_changes (id, link_id, added, reason, created_at) VALUES (?, ?, ?, ?, ?)`,
 			newID(), id, n, reason, now)
-		return err
+		if err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, a, stamp, ledger.ActionLinkAllowanceAdded, ledger.AuditTarget{Type: ledger.TargetLink, ID: id},
+			allowanceDetails{Add: n, Reason: reason})
 	})
 }
 

@@ -45,6 +45,12 @@ type DB struct {
 	// Webhooks makes each change write its webhook event to the outbox in
 	// its own transaction (GATEWAY_WEBHOOK_URL is set; see outbox.go).
 	Webhooks bool
+	// BeforeCommit, when set, runs inside every transaction of the
+	// ledger's own (not the claim batch of Dialect.Batch) after its
+	// statements, just before COMMIT; an error rolls the transaction back
+	// and is returned. Tests set it to fail a change after its statements
+	// and show that nothing of it remains (its audit entry included).
+	BeforeCommit func(ctx context.Context, tx *sql.Tx) error
 
 	stmts sync.Map // statement template -> the dialect's text
 }
@@ -205,6 +211,11 @@ func (s *DB) tryTx(ctx context.Context, opts *sql.TxOptions, fn func(ctx context
 	if err := fn(ctx, tx); err != nil {
 		return err
 	}
+	if s.BeforeCommit != nil {
+		if err := s.BeforeCommit(ctx, tx); err != nil {
+			return err
+		}
+	}
 	if err := commit(ctx, tx); err != nil {
 		return &commitError{err}
 	}
@@ -237,7 +248,8 @@ func (s *DB) classify(err error) error {
 		errors.Is(err, ledger.ErrConflict), errors.Is(err, ledger.ErrAmbiguous),
 		errors.Is(err, ledger.ErrUnavailable), errors.Is(err, ledger.ErrInvalid),
 		errors.Is(err, ledger.ErrRevoked), errors.Is(err, errDuplicate),
-		errors.Is(err, ledger.ErrPinned), errors.Is(err, ledger.ErrObjectDeleted):
+		errors.Is(err, ledger.ErrPinned), errors.Is(err, ledger.ErrObjectDeleted),
+		errors.Is(err, ledger.ErrForbidden):
 		return err
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
 		s.d.IsUnavailable(err), s.d.IsRetryable(err):

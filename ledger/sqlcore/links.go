@@ -56,6 +56,10 @@ func (s *DB) LinkCreate(ctx context.Context, l *ledger.Link) (*ledger.Link, bool
 		// server error. Both refuse it the same way instead.
 		return nil, false, fmt.Errorf("%w: expiry outside %v..%v", ledger.ErrInvalid, storableMin, storableMax)
 	}
+	a, err := actorOf(ctx)
+	if err != nil {
+		return nil, false, err
+	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	in := *l
@@ -68,8 +72,9 @@ func (s *DB) LinkCreate(ctx context.Context, l *ledger.Link) (*ledger.Link, bool
 	if !in.Object.LastModified.IsZero() {
 		lastMod = s.t(in.Object.LastModified)
 	}
-	// One transaction, so that link.created exists exactly when the link does.
-	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	// One transaction, so that link.created, the event and the audit
+	// entry, exists exactly when the link does.
+	err = s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		recorded, err := s.pinStored(ctx, tx, in.Object, s.t(in.CreatedAt))
 		if err != nil {
 			return err
@@ -87,7 +92,13 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?)`
 		if err != nil {
 			return err
 		}
-		return s.enqueue(ctx, tx, linkEvent(ledger.EventLinkCreated, &in, in.CreatedAt))
+		if err := s.enqueue(ctx, tx, linkEvent(ledger.EventLinkCreated, &in, in.CreatedAt, a)); err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, a, in.CreatedAt, ledger.ActionLinkCreated, ledger.AuditTarget{Type: ledger.TargetLink, ID: in.ID},
+			linkCreatedDetails{Downloads: in.Allowance, ExpiresAt: in.ExpiresAt, Delivery: in.Delivery,
+				AccountID: ledger.OrNull(in.AccountID), Filename: in.Filename,
+				Object: auditObject{Bucket: in.Object.Bucket, Key: in.Object.Key, VersionID: in.Object.VersionID}})
 	})
 	if err == nil {
 		return &in, true, nil
@@ -163,29 +174,45 @@ WHERE link_id = ? AND revoked_at IS NULL AND ended_at IS NULL AND expires_at > {
 	return st, nil
 }
 
-// LinkRevoke revokes the link and, in the same transaction, its sessions.
-// Revoking twice keeps the first time. Errors: ErrNotFound.
+// LinkRevoke revokes the link and, in the same transaction, its sessions,
+// with the link.revoked event and, with an actor, audit entry. Revoking
+// twice keeps the first time and announces and audits nothing. Errors:
+// ErrNotFound.
 func (s *DB) LinkRevoke(ctx context.Context, id string) error {
-	now := s.t(s.now())
+	a, err := actorOf(ctx)
+	if err != nil {
+		return err
+	}
+	stamp := s.now()
+	now := s.t(stamp)
 	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE links SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, now, id)
 		if err != nil {
 			return err
 		}
-		if n, err := affected(res); err != nil {
+		revoked, err := affected(res)
+		if err != nil {
 			return err
-		} else if n == 0 {
+		} else if revoked == 0 {
 			var one int
 			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM links WHERE id = ?`, id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
 				return ledger.ErrNotFound
 			} else if err != nil {
 				return err
 			}
-		} else if err := s.enqueueRevoked(ctx, tx, id); err != nil {
+		} else if err := s.enqueueRevoked(ctx, tx, id, a); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = ? WHERE link_id = ? AND revoked_at IS NULL`, now, id)
-		return err
+		res, err = tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = ? WHERE link_id = ? AND revoked_at IS NULL`, now, id)
+		if err != nil || revoked == 0 {
+			return err
+		}
+		sessions, err := affected(res)
+		if err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, a, stamp, ledger.ActionLinkRevoked, ledger.AuditTarget{Type: ledger.TargetLink, ID: id},
+			linkRevokedDetails{SessionsRevoked: sessions})
 	})
 }
 

@@ -26,7 +26,7 @@ func versionHash(o ledger.Object) []byte {
 }
 
 const objectColumns = `bucket, object_key, version_id, size, etag, content_type, stored_at,
-  state, attempts, deleted_at, check_at, linked_at, released_at, sha256`
+  state, attempts, deleted_at, check_at, linked_at, released_at, sha256, decided_by_key_id, decided_by_key_name`
 
 // objectRow is a row of objects with what retention needs beside the
 // ledger.StoredObject.
@@ -35,6 +35,9 @@ type objectRow struct {
 	checkAt  time.Time
 	linkedAt time.Time // zero when never linked
 	released time.Time // zero when no link of it was purged
+	// decidedBy is the actor whose DeletionBegin decided the deletion,
+	// nil when none did (retention, or not decided).
+	decidedBy *ledger.Actor
 }
 
 func scanObject(r rowScanner) (*objectRow, error) {
@@ -42,10 +45,10 @@ func scanObject(r rowScanner) (*objectRow, error) {
 		o                                        objectRow
 		stored, deleted, check, linked, released timeCol
 		state                                    string
-		sum                                      nullStr
+		sum, byID, byName                        nullStr
 	)
 	err := r.Scan(&o.Bucket, &o.Key, &o.VersionID, &o.Size, &o.ETag, &o.ContentType, &stored,
-		&state, &o.Attempts, &deleted, &check, &linked, &released, &sum)
+		&state, &o.Attempts, &deleted, &check, &linked, &released, &sum, &byID, &byName)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ledger.ErrNotFound
 	}
@@ -55,11 +58,15 @@ func scanObject(r rowScanner) (*objectRow, error) {
 	o.State, o.SHA256 = ledger.ObjectState(state), string(sum)
 	o.StoredAt, o.DeletedAt = stored.T, deleted.ptr()
 	o.checkAt, o.linkedAt, o.released = check.T, linked.T, released.T
+	if byID != "" {
+		o.decidedBy = &ledger.Actor{KeyID: string(byID), KeyName: string(byName)}
+	}
 	return &o, nil
 }
 
 // ObjectRecord records a version the gateway stored, as stored, with the
-// SHA-256 its upload computed. A version recorded before (version "null"
+// SHA-256 its upload computed, and with an actor its object.stored audit
+// entry, in one transaction. A version recorded before (version "null"
 // of a bucket without versioning, written again) starts over with o's
 // size, ETag and digest, whatever its state was. Errors: ErrInvalid,
 // ErrUnavailable.
@@ -70,7 +77,12 @@ func (s *DB) ObjectRecord(ctx context.Context, o ledger.Object) error {
 	if o.SHA256 != "" && !ledger.ValidSHA256(o.SHA256) {
 		return fmt.Errorf("%w: sha256 must be 64 lowercase hex digits", ledger.ErrInvalid)
 	}
-	now := s.t(s.now())
+	a, err := actorOf(ctx)
+	if err != nil {
+		return err
+	}
+	stamp := s.now()
+	now := s.t(stamp)
 	h := versionHash(o)
 	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		// check_at = stored_at: retention looks at a new version at once
@@ -78,13 +90,17 @@ func (s *DB) ObjectRecord(ctx context.Context, o ledger.Object) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO objects (version_hash, bucket, object_key, version_id, size, etag,
   content_type, stored_at, state, check_at, sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'stored', ?, ?)`,
 			h, o.Bucket, o.Key, o.VersionID, o.Size, o.ETag, o.ContentType, now, now, orNull(o.SHA256))
-		if err == nil || !s.d.IsDuplicate(err) {
+		if err != nil && s.d.IsDuplicate(err) {
+			_, err = tx.ExecContext(ctx, `UPDATE objects SET size = ?, etag = ?, content_type = ?, stored_at = ?,
+  state = 'stored', check_at = ?, decided_at = NULL, attempts = 0, last_error = NULL, deleted_at = NULL, sha256 = ?,
+  decided_by_key_id = NULL, decided_by_key_name = NULL
+WHERE version_hash = ?`, o.Size, o.ETag, o.ContentType, now, now, orNull(o.SHA256), h)
+		}
+		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE objects SET size = ?, etag = ?, content_type = ?, stored_at = ?,
-  state = 'stored', check_at = ?, decided_at = NULL, attempts = 0, last_error = NULL, deleted_at = NULL, sha256 = ?
-WHERE version_hash = ?`, o.Size, o.ETag, o.ContentType, now, now, orNull(o.SHA256), h)
-		return err
+		return s.audit(ctx, tx, a, stamp, ledger.ActionObjectStored, ledger.AuditTarget{Type: ledger.TargetObject, ID: o.Key},
+			objectAudit(o))
 	})
 }
 
@@ -150,6 +166,10 @@ func (s *DB) pinStored(ctx context.Context, tx *sql.Tx, o ledger.Object, now any
 // deleting is handed out again at once. Errors: ErrNotFound, ErrPinned,
 // ErrUnavailable.
 func (s *DB) DeletionBegin(ctx context.Context, bucket, key, versionID string, force bool) (*ledger.Deletion, error) {
+	a, err := actorOf(ctx)
+	if err != nil {
+		return nil, err
+	}
 	o := ledger.Object{Bucket: bucket, Key: key, VersionID: versionID}
 	for attempt := 1; ; attempt++ {
 		if force {
@@ -163,14 +183,21 @@ func (s *DB) DeletionBegin(ctx context.Context, bucket, key, versionID string, f
 				}
 			}
 		}
-		d, err := s.beginDeletion(ctx, o)
+		d, err := s.beginDeletion(ctx, o, a, force)
 		if !force || !errors.Is(err, ledger.ErrPinned) || attempt == 3 {
 			return d, err
 		}
 	}
 }
 
-func (s *DB) beginDeletion(ctx context.Context, o ledger.Object) (*ledger.Deletion, error) {
+// beginDeletion decides o's deletion as a's (nil: no audit), or hands a
+// deletion decided before out again. The object.deleted audit entry is
+// written here, with the decision, rather than when the store deletion
+// is finished: deciding is what the operator did, irrevocably (no link
+// can pin the version from then on), and a store deletion that fails is
+// finished later by the sweeper, which has no actor. Handing a decided
+// deletion out again changes nothing and writes no entry.
+func (s *DB) beginDeletion(ctx context.Context, o ledger.Object, a *ledger.Actor, force bool) (*ledger.Deletion, error) {
 	stamp := s.now()
 	var out *ledger.Deletion
 	err := s.inTxWith(ctx, s.d.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
@@ -188,7 +215,7 @@ WHERE version_hash = ?`+s.d.LockRows, versionHash(o)))
 			return ledger.ErrNotFound
 		case ledger.ObjectDeleting:
 			// Decided before: only the store deletion is left to do.
-			out = &ledger.Deletion{Object: row.Object, Attempts: row.Attempts}
+			out = &ledger.Deletion{Object: row.Object, Attempts: row.Attempts, DecidedBy: row.decidedBy}
 			return s.lease(ctx, tx, row, now)
 		}
 		p, err := s.pins(ctx, tx, row, now)
@@ -198,11 +225,14 @@ WHERE version_hash = ?`+s.d.LockRows, versionHash(o)))
 		if p.liveLinks > 0 || p.liveSessions > 0 {
 			return &ledger.PinnedError{Links: p.liveLinks, Sessions: p.liveSessions}
 		}
-		if err := s.decide(ctx, tx, row, p, now, stamp); err != nil {
+		if err := s.decide(ctx, tx, row, p, now, stamp, a); err != nil {
 			return err
 		}
-		out = &ledger.Deletion{Object: row.Object, Attempts: row.Attempts}
-		return nil
+		out = &ledger.Deletion{Object: row.Object, Attempts: row.Attempts, DecidedBy: by(a)}
+		details := objectAudit(row.Object)
+		details.Force = &force
+		return s.audit(ctx, tx, a, stamp, ledger.ActionObjectDeleted, ledger.AuditTarget{Type: ledger.TargetObject, ID: row.Key},
+			details)
 	})
 	if err != nil {
 		return nil, err
@@ -239,8 +269,9 @@ WHERE object_key = ? AND bucket = ? AND version_id = ? AND revoked_at IS NULL
 // DeletionFinish records the store's answer for d. Only a row still
 // deleting changes, so a late report from a caller whose lease lapsed
 // cannot undo another's; the deletion that makes the tombstone writes the
-// object.deleted webhook event in its transaction. Errors: ErrNotFound,
-// ErrUnavailable.
+// object.deleted webhook event in its transaction, naming d.DecidedBy
+// (the actor of the decision, audited then) whoever finishes. Errors:
+// ErrNotFound, ErrUnavailable.
 func (s *DB) DeletionFinish(ctx context.Context, d ledger.Deletion, failure error) error {
 	h := versionHash(d.Object)
 	now := s.now()
@@ -256,7 +287,8 @@ func (s *DB) DeletionFinish(ctx context.Context, d ledger.Deletion, failure erro
 				o := d.Object
 				return s.enqueue(ctx, tx, ledger.Event{Type: ledger.EventObjectDeleted, Timestamp: now, Data: ledger.EventData{
 					Object: &ledger.EventObject{Bucket: o.Bucket, Key: o.Key, VersionID: o.VersionID, Size: o.Size,
-						ETag: o.ETag, ContentType: o.ContentType, SHA256: ledger.OrNull(o.SHA256)}}})
+						ETag: o.ETag, ContentType: o.ContentType, SHA256: ledger.OrNull(o.SHA256)},
+					Actor: ledger.EventActorOf(d.DecidedBy)}})
 			}
 		} else {
 			retry := ledger.DeletionBackoff(d.Attempts + 1)
@@ -331,4 +363,13 @@ func anys(ids []string) []any {
 		out[i] = id
 	}
 	return out
+}
+
+// by is the key of a as a decision records it (no request id), nil for
+// none.
+func by(a *ledger.Actor) *ledger.Actor {
+	if a == nil {
+		return nil
+	}
+	return &ledger.Actor{KeyID: a.KeyID, KeyName: a.KeyName}
 }

@@ -78,10 +78,12 @@ func (s *DB) enqueueAll(ctx context.Context, tx *sql.Tx, evs ...ledger.Event) er
 	return err
 }
 
-// linkEvent is the event typ about l, at.
-func linkEvent(typ string, l *ledger.Link, at time.Time) ledger.Event {
+// linkEvent is the event typ about l, at, caused by a (nil when the
+// gateway made the change itself).
+func linkEvent(typ string, l *ledger.Link, at time.Time, a *ledger.Actor) ledger.Event {
 	expires := l.ExpiresAt
 	return ledger.Event{Type: typ, Timestamp: at, Data: ledger.EventData{
+		Actor:  ledger.EventActorOf(a),
 		LinkID: l.ID, AccountID: l.AccountID, Downloads: ptr(l.Allowance), Remaining: ptr(l.Remaining),
 		Delivery: l.Delivery, Filename: l.Filename, ExpiresAt: &expires,
 		Object: &ledger.EventObject{
@@ -92,9 +94,9 @@ func linkEvent(typ string, l *ledger.Link, at time.Time) ledger.Event {
 	}}
 }
 
-// enqueueRevoked announces the revocation of the link id inside its
-// transaction, as the link row reads there.
-func (s *DB) enqueueRevoked(ctx context.Context, tx *sql.Tx, id string) error {
+// enqueueRevoked announces the revocation of the link id by a (nil for
+// the gateway's own) inside its transaction, as the link row reads there.
+func (s *DB) enqueueRevoked(ctx context.Context, tx *sql.Tx, id string, a *ledger.Actor) error {
 	if !s.Webhooks {
 		return nil
 	}
@@ -106,7 +108,7 @@ func (s *DB) enqueueRevoked(ctx context.Context, tx *sql.Tx, id string) error {
 	if l.RevokedAt != nil {
 		at = *l.RevokedAt
 	}
-	return s.enqueue(ctx, tx, linkEvent(ledger.EventLinkRevoked, l, at))
+	return s.enqueue(ctx, tx, linkEvent(ledger.EventLinkRevoked, l, at, a))
 }
 
 // enqueueClaim announces the claim g inside its transaction:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
@@ -158,9 +159,11 @@ JOIN links l ON l.id = x.link_id WHERE`+version, args...)
 // decide marks row deleting, handed out until now + DeletionLease, and
 // revokes its exhausted links at stamp so that no top-up or refund brings
 // one back to life pointing at a version that is going (each announced by
-// its link.revoked webhook event). The caller has checked that nothing
-// live pins it.
-func (s *DB) decide(ctx context.Context, tx *sql.Tx, row *objectRow, p pinState, now, stamp time.Time) error {
+// its link.revoked webhook event). a is the actor whose DeletionBegin
+// decides (nil for retention): it is recorded on the row for the
+// object.deleted event, and each revocation is audited as its. The caller
+// has checked that nothing live pins it.
+func (s *DB) decide(ctx context.Context, tx *sql.Tx, row *objectRow, p pinState, now, stamp time.Time, a *ledger.Actor) error {
 	for _, id := range p.exhausted {
 		res, err := tx.ExecContext(ctx, `UPDATE links SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, s.t(stamp), id)
 		if err != nil {
@@ -169,13 +172,22 @@ func (s *DB) decide(ctx context.Context, tx *sql.Tx, row *objectRow, p pinState,
 		if n, err := affected(res); err != nil {
 			return err
 		} else if n > 0 {
-			if err := s.enqueueRevoked(ctx, tx, id); err != nil {
+			if err := s.enqueueRevoked(ctx, tx, id, a); err != nil {
+				return err
+			}
+			if err := s.audit(ctx, tx, a, stamp, ledger.ActionLinkRevoked, ledger.AuditTarget{Type: ledger.TargetLink, ID: id},
+				linkRevokedDetails{ObjectDeleted: true}); err != nil {
 				return err
 			}
 		}
 	}
-	_, err := tx.ExecContext(ctx, `UPDATE objects SET state = 'deleting', decided_at = ?, check_at = ? WHERE version_hash = ?`,
-		s.t(stamp), s.t(capTime(now.Add(ledger.DeletionLease))), versionHash(row.Object))
+	var byID, byName any
+	if a != nil {
+		byID, byName = a.KeyID, a.KeyName
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE objects SET state = 'deleting', decided_at = ?, check_at = ?,
+  decided_by_key_id = ?, decided_by_key_name = ? WHERE version_hash = ?`,
+		s.t(stamp), s.t(capTime(now.Add(ledger.DeletionLease))), byID, byName, versionHash(row.Object))
 	return err
 }
 
@@ -205,7 +217,7 @@ func (s *DB) DeletionClaim(ctx context.Context, retention time.Duration, limit i
 			return err
 		}
 		for _, row := range again {
-			out = append(out, ledger.Deletion{Object: row.Object, Attempts: row.Attempts})
+			out = append(out, ledger.Deletion{Object: row.Object, Attempts: row.Attempts, DecidedBy: row.decidedBy})
 		}
 		if retention == 0 || len(out) == limit {
 			return nil
@@ -224,7 +236,8 @@ func (s *DB) DeletionClaim(ctx context.Context, retention time.Duration, limit i
 			next := now.Add(retention)
 			if p.liveLinks == 0 && p.liveSessions == 0 {
 				if next = p.freeSince.Add(retention); !now.Before(next) {
-					if err := s.decide(ctx, tx, row, p, now, stamp); err != nil {
+					// Retention's own decision: no actor, whoever calls.
+					if err := s.decide(ctx, tx, row, p, now, stamp, nil); err != nil {
 						return err
 					}
 					out = append(out, ledger.Deletion{Object: row.Object, Attempts: row.Attempts})
@@ -327,7 +340,9 @@ type deadLink struct {
 }
 
 // LinkPurge deletes at most limit links dead for retention and the rows
-// that hang off them, then at most limit tombstones as old. A link counts
+// that hang off them, then at most limit tombstones as old, at most limit
+// audit entries as old and at most limit keys revoked or expired as long
+// ago (with any console session left of them). A link counts
 // from its revocation or expiry, whichever came first, and waits for the
 // last of its sessions to be dead as long; one that is only exhausted
 // waits until it is revoked (deleting its version revokes it) or expires.
@@ -356,8 +371,13 @@ func (s *DB) LinkPurge(ctx context.Context, retention time.Duration, limit int) 
 		if out.Links, err = s.purge(ctx, tx, dead); err != nil {
 			return err
 		}
-		n, err := s.purgeTombstones(ctx, tx, cutoff, limit)
-		out.Tombstones = n
+		if out.Tombstones, err = s.purgeTombstones(ctx, tx, cutoff, limit); err != nil {
+			return err
+		}
+		if out.Audit, err = s.purgeAudit(ctx, tx, cutoff, limit); err != nil {
+			return err
+		}
+		out.Keys, err = s.purgeKeys(ctx, tx, cutoff, limit)
 		return err
 	})
 	return out, err
@@ -510,6 +530,74 @@ WHERE `+tombstone+` ORDER BY check_at LIMIT ?`+s.d.skipLocked(), s.t(cutoff), li
 	}
 	res, err := tx.ExecContext(ctx, `DELETE FROM objects WHERE version_hash IN `+inList(len(hashes))+` AND `+tombstone,
 		append(hashes, s.t(cutoff))...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := affected(res)
+	return int(n), err
+}
+
+// purgeAudit deletes at most limit audit entries written at or before
+// cutoff, oldest first, and returns how many its DELETE, which repeats
+// the condition, removed.
+func (s *DB) purgeAudit(ctx context.Context, tx *sql.Tx, cutoff time.Time, limit int) (int, error) {
+	return s.purgeBatch(ctx, tx, cutoff, limit, "audit_entries", `created_at <= ?`, []string{"created_at"})
+}
+
+// purgeKeys deletes at most limit keys revoked or expired at or before
+// cutoff, with what is left of their console sessions, and returns how
+// many keys its DELETE removed. Audit entries keep the names of the keys
+// they name.
+func (s *DB) purgeKeys(ctx context.Context, tx *sql.Tx, cutoff time.Time, limit int) (int, error) {
+	return s.purgeBatch(ctx, tx, cutoff, limit, "api_keys", `(revoked_at <= ? OR expires_at <= ?)`,
+		[]string{"revoked_at", "expires_at"}, `DELETE FROM console_sessions WHERE key_id IN `)
+}
+
+// purgeBatch deletes at most limit rows of table that meet cond at cutoff
+// (each of its placeholders is cutoff), oldest first by each column of
+// cols (one candidate read each, by that column's index), after running
+// each of children with the rows' ids, and returns how many rows the
+// final DELETE, which repeats cond, removed: a row another purger took
+// first is not counted twice.
+func (s *DB) purgeBatch(ctx context.Context, tx *sql.Tx, cutoff time.Time, limit int, table, cond string, cols []string, children ...string) (int, error) {
+	seen := map[string]bool{}
+	var ids []any
+	for _, col := range cols {
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM `+table+` WHERE `+col+` <= ? ORDER BY `+col+` LIMIT ?`+s.d.skipLocked(),
+			s.t(cutoff), limit)
+		if err != nil {
+			return 0, err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return 0, err
+			}
+			if !seen[id] && len(ids) < limit {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return 0, err
+		}
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	in := inList(len(ids))
+	for _, q := range children {
+		if _, err := tx.ExecContext(ctx, q+in, ids...); err != nil {
+			return 0, err
+		}
+	}
+	args := append([]any(nil), ids...)
+	for range strings.Count(cond, "?") {
+		args = append(args, s.t(cutoff))
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE id IN `+in+` AND `+cond, args...)
 	if err != nil {
 		return 0, err
 	}

@@ -309,17 +309,44 @@ func (s *DB) SessionGet(ctx context.Context, id string) (*ledger.Session, error)
 }
 
 // SessionRevoke revokes the session; revoking twice keeps the first time.
-// Errors: ErrNotFound.
+// Without an actor it is one autocommitted UPDATE; with one, that UPDATE
+// and the session.revoked audit entry (for the first revocation only) in
+// one transaction. Errors: ErrNotFound.
 func (s *DB) SessionRevoke(ctx context.Context, id string) error {
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	res, err := s.exec(ctx, `UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, s.t(s.now()), id)
+	a, err := actorOf(ctx)
 	if err != nil {
 		return err
 	}
-	if n, err := affected(res); err != nil {
-		return s.classify(err)
-	} else if n == 0 {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	const revoke = `UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`
+	stamp := s.now()
+	var n int64
+	if a == nil {
+		res, err := s.exec(ctx, revoke, s.t(stamp), id)
+		if err != nil {
+			return err
+		}
+		if n, err = affected(res); err != nil {
+			return s.classify(err)
+		}
+	} else {
+		err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			res, err := tx.ExecContext(ctx, revoke, s.t(stamp), id)
+			if err != nil {
+				return err
+			}
+			if n, err = affected(res); err != nil || n == 0 {
+				return err
+			}
+			return s.audit(ctx, tx, a, stamp, ledger.ActionSessionRevoked,
+				ledger.AuditTarget{Type: ledger.TargetSession, ID: id}, noDetails{})
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if n == 0 {
 		_, err := s.SessionGet(ctx, id)
 		return err
 	}

@@ -22,7 +22,8 @@ import (
 // concurrent takers mostly disjoint; nothing rests on it.
 
 // SessionSweep ends a bounded batch of expired or revoked sessions (and deletes
-// their slot rows), then clears a bounded batch of lapsed leases. However
+// their slot rows), then clears a bounded batch of lapsed leases, then
+// deletes a bounded batch of dead console sessions (console.go). However
 // many sweepers run at once, in any number of processes, each session is
 // ended once and counted once: the UPDATE that ends it is conditional on
 // ended_at IS NULL.
@@ -81,5 +82,10 @@ WHERE id IN `+in+` AND ended_at IS NULL AND (expires_at <= {now} OR revoked_at I
 	}
 	n, _ := affected(res)
 	out.LeasesCleared = int(n)
-	return out, nil
+	err = s.inTxWith(ctx, s.d.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
+		n, err := s.purgeConsoleSessions(ctx, tx, limit)
+		out.ConsoleSessionsPurged = n
+		return err
+	})
+	return out, err
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -111,8 +112,8 @@ func TestMigrationByEightProcessesAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(versions) != fmt.Sprint(want) {
-		t.Fatalf("applied migrations %v, want %v, each once", versions, want)
+	if !slices.Equal(versions, want) {
+		t.Fatalf("applied migrations %v, want each of %v once", versions, want)
 	}
 }
 

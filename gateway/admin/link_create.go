@@ -1,0 +1,216 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dlgate/dlgate/gateway/httpx"
+	"github.com/dlgate/dlgate/gateway/problem"
+	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/storage"
+	"github.com/dlgate/dlgate/token"
+	"github.com/google/uuid"
+)
+
+// createLinkRequest is the body of POST /v1/links (SPEC §6).
+type createLinkRequest struct {
+	Object struct {
+		Key       string `json:"key"`
+		Bucket    string `json:"bucket"`
+		VersionID string `json:"version_id"`
+	} `json:"object"`
+	Downloads int             `json:"downloads"`
+	ExpiresIn *int64          `json:"expires_in"`
+	ExpiresAt *time.Time      `json:"expires_at"`
+	AccountID string          `json:"account_id"`
+	Filename  string          `json:"filename"`
+	Delivery  string          `json:"delivery"`
+	Confirm   bool            `json:"confirm"`
+	Session   *sessionRequest `json:"session"`
+}
+
+type sessionRequest struct {
+	TTL            int64 `json:"ttl"`
+	ByteBudget     int64 `json:"byte_budget"`
+	MaxConcurrency int   `json:"max_concurrency"`
+}
+
+// linkBody is a link as the admin API shows it.
+type linkBody struct {
+	ID             string          `json:"id"`
+	URL            string          `json:"url"`
+	NamedURL       string          `json:"named_url"`
+	Token          string          `json:"token"`
+	Downloads      int             `json:"downloads"`
+	Remaining      int             `json:"remaining"`
+	ExpiresAt      string          `json:"expires_at"`
+	RevokedAt      *string         `json:"revoked_at"`
+	CreatedAt      string          `json:"created_at"`
+	Delivery       string          `json:"delivery"`
+	Confirm        bool            `json:"confirm"`
+	AccountID      *string         `json:"account_id"`
+	Filename       string          `json:"filename"`
+	Object         objectBody      `json:"object"`
+	Session        sessionRequest  `json:"session"`
+	Grants         *map[string]int `json:"grants,omitempty"`
+	ActiveSessions *int            `json:"active_sessions,omitempty"`
+}
+
+type objectBody struct {
+	Bucket      string `json:"bucket"`
+	Key         string `json:"key"`
+	VersionID   string `json:"version_id"`
+	Size        int64  `json:"size"`
+	ETag        string `json:"etag"`
+	ContentType string `json:"content_type,omitempty"`
+	// SHA256 is the version's hex SHA-256 (SPEC §10), null when unknown.
+	SHA256 *string `json:"sha256"`
+}
+
+func (h *Handler) linkBody(l *ledger.Link) linkBody {
+	// The stored hash names the secret the link was made under, so after a
+	// rotation `links show` still answers the URL that works.
+	tok, _ := h.Keys.Match(token.Link, l.ID, l.TokenHash)
+	b := linkBody{
+		ID: l.ID, URL: h.PublicURL + "/d/" + tok, NamedURL: h.PublicURL + "/d/" + tok + "/" + httpx.URLName(l.Filename, l.Object.Key), Token: tok, Downloads: l.Allowance, Remaining: l.Remaining,
+		ExpiresAt: httpx.RFC3339(l.ExpiresAt), CreatedAt: httpx.RFC3339(l.CreatedAt), Delivery: l.Delivery, Confirm: l.Confirm,
+		Filename: l.Filename,
+		Object: objectBody{Bucket: l.Object.Bucket, Key: l.Object.Key, VersionID: l.Object.VersionID,
+			Size: l.Object.Size, ETag: l.Object.ETag, ContentType: l.Object.ContentType, SHA256: ledger.OrNull(l.Object.SHA256)},
+	}
+	if l.AccountID != "" {
+		b.AccountID = &l.AccountID
+	}
+	if l.RevokedAt != nil {
+		t := httpx.RFC3339(*l.RevokedAt)
+		b.RevokedAt = &t
+	}
+	// Show the effective session settings, defaults resolved.
+	d := h.sessionDefaults(l)
+	ttl, budget, slots := d.Resolve(l.Object.Size)
+	b.Session = sessionRequest{TTL: int64(ttl / time.Second), ByteBudget: budget, MaxConcurrency: slots}
+	return b
+}
+
+// maxDownloads bounds one link's allowance; far beyond any real use.
+const maxDownloads = 1_000_000
+
+// lastExpiry is the latest expires_at every database can store.
+var lastExpiry = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+
+// CreateLink serves POST /v1/links (SPEC §6): it pins the object version and creates the link.
+func (h *Handler) CreateLink(w http.ResponseWriter, r *http.Request) {
+	var req createLinkRequest
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	if req.Object.Key != "" && storage.ValidateKey(req.Object.Key) != nil {
+		problem.Write(w, r, problem.InvalidKey, "object.key must be at most 1024 bytes of UTF-8 without control characters or backslashes, must not start with \"/\", and must have no \".\" or \"..\" segment.")
+		return
+	}
+	if msg := req.validate(h.now()); msg != "" {
+		problem.Write(w, r, problem.BadRequest, msg)
+		return
+	}
+	key := r.Header.Get("Idempotency-Key")
+	if _, present := r.Header["Idempotency-Key"]; present && !httpx.ValidIdempotencyKey(key) {
+		problem.Write(w, r, problem.BadRequest, "Idempotency-Key must be 1 to 255 visible ASCII characters.")
+		return
+	}
+	v, err := h.Store.Stat(r.Context(), storage.Ref{Bucket: req.Object.Bucket, Key: req.Object.Key, VersionID: req.Object.VersionID})
+	if errors.Is(err, storage.ErrNotFound) {
+		problem.Write(w, r, problem.ObjectNotFound, "No object (or no such version) at that key.")
+		return
+	}
+	if err != nil {
+		problem.Fail(h.Log, w, r, err, problem.NotFound)
+		return
+	}
+	expires := h.now()
+	if req.ExpiresIn != nil {
+		expires = expires.Add(time.Duration(*req.ExpiresIn) * time.Second)
+	} else {
+		expires = ledger.Micro(*req.ExpiresAt)
+	}
+	if req.Delivery == "" {
+		req.Delivery = ledger.DeliveryStream
+	}
+	filename := req.Filename
+	if filename == "" {
+		filename = path.Base(v.Key)
+	}
+	id := uuid.Must(uuid.NewV7()).String()
+	l := &ledger.Link{
+		ID: id, TokenHash: token.Hash(h.Keys.Derive(token.Link, id)),
+		Object: ledger.Object{Bucket: v.Bucket, Key: v.Key, VersionID: v.VersionID, Size: v.Size, ETag: v.ETag,
+			ContentType: v.ContentType, LastModified: v.LastModified, SHA256: v.SHA256},
+		Filename: httpx.CleanFilename(filename), AccountID: req.AccountID, Allowance: req.Downloads, Remaining: req.Downloads,
+		ExpiresAt: expires, Delivery: req.Delivery, Confirm: req.Confirm, IdempotencyKey: key,
+	}
+	if req.Session != nil {
+		l.Session = ledger.SessionSettings{TTL: time.Duration(req.Session.TTL) * time.Second,
+			ByteBudget: req.Session.ByteBudget, MaxConcurrency: req.Session.MaxConcurrency}
+	}
+	out, created, err := h.Admin.LinkCreate(r.Context(), l)
+	if err != nil {
+		problem.Fail(h.Log, w, r, err, problem.NotFound)
+		return
+	}
+	status := http.StatusCreated
+	if !created {
+		status = http.StatusOK
+	}
+	h.Log.InfoContext(r.Context(), "link created", "link_id", out.ID, "created", created, "downloads", out.Allowance)
+	httpx.WriteJSON(w, status, h.linkBody(out))
+}
+
+// validate returns a one-line reason the request is unacceptable, or "".
+// The key rules are checked before it (400 invalid-key).
+//
+// Lengths are counted as the data's limits count them: account_id in
+// bytes, because a verified caller's account is at most 255 bytes
+// (auth.validAccount), so a longer one could never be matched; filename
+// in characters (Unicode code points, as JSON Schema's maxLength), since
+// it is only an input bound (the column holds 1024 characters, and the
+// name is stored cut to 255 bytes, a file system's limit); object.key in
+// bytes, S3's limit (storage.MaxKeyLen).
+func (req *createLinkRequest) validate(now time.Time) string {
+	switch {
+	case req.Object.Key == "":
+		return "object.key is required."
+	case req.Downloads < 1 || req.Downloads > maxDownloads:
+		return fmt.Sprintf("downloads must be between 1 and %d.", maxDownloads)
+	case (req.ExpiresIn == nil) == (req.ExpiresAt == nil):
+		return "Give exactly one of expires_in (seconds) and expires_at (RFC 3339)."
+	case req.ExpiresIn != nil && (*req.ExpiresIn < 1 || *req.ExpiresIn > 10*366*24*3600):
+		return "expires_in must be between 1 second and 10 years."
+	case req.ExpiresAt != nil && !req.ExpiresAt.After(now):
+		return "expires_at must be in the future."
+	case req.ExpiresAt != nil && req.ExpiresAt.After(lastExpiry):
+		// What MySQL's DATETIME holds; the ledger refuses the same on
+		// every backend. "9999-12-31T23:59:59-05:00" is already 10000.
+		return "expires_at must be at most 9999-12-31T23:59:59Z."
+	case req.Delivery != "" && req.Delivery != ledger.DeliveryStream && req.Delivery != ledger.DeliverySession:
+		return `delivery must be "stream" or "session".`
+	case len(req.AccountID) > 255 || strings.ContainsFunc(req.AccountID, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return "account_id must be at most 255 bytes (of UTF-8, not characters) without control characters."
+	case utf8.RuneCountInString(req.Filename) > 1024:
+		return "filename must be at most 1024 characters."
+	}
+	if s := req.Session; s != nil {
+		switch {
+		case s.TTL < 0 || s.TTL > 30*24*3600:
+			return "session.ttl must be between 0 (default) and 30 days in seconds."
+		case s.ByteBudget < 0:
+			return "session.byte_budget must not be negative (0 means the default)."
+		case s.MaxConcurrency < 0 || s.MaxConcurrency > 64:
+			return "session.max_concurrency must be between 0 (default) and 64."
+		}
+	}
+	return ""
+}

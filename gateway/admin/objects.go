@@ -1,0 +1,201 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/dlgate/dlgate/gateway/httpx"
+	"github.com/dlgate/dlgate/gateway/problem"
+	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/storage"
+)
+
+// StoreDeleteTimeout bounds one store deletion. It answers in a round
+// trip or two; one that hangs is retried later, not waited for.
+const StoreDeleteTimeout = 30 * time.Second
+
+// recordStored records v, just stored by PUT /v1/objects, in the ledger:
+// only recorded versions are ever deleted by the gateway (SPEC §6). When
+// the ledger cannot record it, the upload fails and the version is
+// deleted again at once, so that nothing stays in the store that no
+// retention would ever remove. It reports whether the upload may answer.
+func (h *Handler) recordStored(w http.ResponseWriter, r *http.Request, v storage.Version) bool {
+	err := h.Objects.ObjectRecord(r.Context(), ledger.Object{Bucket: v.Bucket, Key: v.Key, VersionID: v.VersionID,
+		Size: v.Size, ETag: v.ETag, ContentType: v.ContentType, SHA256: v.SHA256})
+	if err == nil {
+		return true
+	}
+	if d, ok := h.Store.(storage.Deleter); ok {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), StoreDeleteTimeout)
+		defer cancel()
+		if derr := d.Delete(ctx, v); derr != nil {
+			h.Log.ErrorContext(ctx, "unrecorded upload left in the store", "key", v.Key, "version_id", v.VersionID, "err", derr)
+		}
+	}
+	problem.Fail(h.Log, w, r, err, problem.NotFound, "key", v.Key, "version_id", v.VersionID)
+	return false
+}
+
+// pathKeyRules is the detail of a 400 invalid-key for the key in the path
+// of PUT and DELETE /v1/objects/{key}.
+const pathKeyRules = `The key (the path after /v1/objects/, percent-decoded) must be at most 1024 bytes of UTF-8 ` +
+	`without control characters, backslashes or empty segments ("//", a trailing "/"), must not start with "/", ` +
+	`and must have no "." or ".." segment.`
+
+// pathKey returns the object key of PUT and DELETE /v1/objects/{key}, the
+// route variable percent-decoded, and whether it is a valid key: storage's
+// rules (storage.ValidateKey), and no empty segment, as the client
+// package's checkKey has it. A "//" in a URL path does not reliably reach
+// the gateway as written (proxies merge it, nginx by default, and clients
+// clean it), so a key with one is refused, raw or percent-encoded
+// (%2F%2F) alike: one key, one answer. The router hands this route
+// unclean paths (checksOwnPath) for this check to refuse.
+func pathKey(r *http.Request) (string, bool) {
+	key, err := url.PathUnescape(mux.Vars(r)["key"])
+	if err != nil || storage.ValidateKey(key) != nil || strings.Contains(key, "//") || strings.HasSuffix(key, "/") {
+		return "", false
+	}
+	return key, true
+}
+
+// DeleteObject deletes one version the gateway stored (SPEC §6):
+// 404 for a version it did not store or already deleted, 409 while a live
+// link or session pins it (unless force=true, which revokes them first),
+// 204 once the store deleted it. The ledger decides and marks the version
+// deleting before the store is asked, so no link can pin it meanwhile; a
+// store failure answers 502/504 and leaves the deletion to the sweeper,
+// which retries it.
+func (h *Handler) DeleteObject(w http.ResponseWriter, r *http.Request) {
+	key, ok := pathKey(r)
+	if !ok {
+		problem.Write(w, r, problem.InvalidKey, pathKeyRules)
+		return
+	}
+	q := r.URL.Query()
+	vid := q.Get("version_id")
+	if vid == "" {
+		problem.Write(w, r, problem.BadRequest, "version_id is required: the gateway deletes one version at a time.")
+		return
+	}
+	force := false
+	if f := q.Get("force"); f != "" {
+		var err error
+		if force, err = strconv.ParseBool(f); err != nil {
+			problem.Write(w, r, problem.BadRequest, "force must be true or false.")
+			return
+		}
+	}
+	deleter, ok := h.Store.(storage.Deleter)
+	if !ok {
+		problem.Write(w, r, problem.DeleteUnsupported, "")
+		return
+	}
+	// The store names the bucket that "" stands for; the ledger records
+	// versions by their real bucket.
+	v, err := h.Store.Stat(r.Context(), storage.Ref{Bucket: q.Get("bucket"), Key: key, VersionID: vid})
+	if errors.Is(err, storage.ErrNotFound) {
+		h.Log.InfoContext(r.Context(), "object deletion refused", "key", key, "version_id", vid, "reason", "not in the store")
+		problem.Write(w, r, problem.VersionNotStored, "")
+		return
+	}
+	if err != nil {
+		problem.Fail(h.Log, w, r, err, problem.VersionNotStored, "key", key, "version_id", vid)
+		return
+	}
+	d, err := h.Objects.DeletionBegin(r.Context(), v.Bucket, v.Key, v.VersionID, force)
+	var pinned *ledger.PinnedError
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		h.Log.InfoContext(r.Context(), "object deletion refused", "key", key, "version_id", vid, "reason", "not stored by the gateway")
+		problem.Write(w, r, problem.VersionNotStored, "")
+		return
+	case errors.As(err, &pinned):
+		h.Log.InfoContext(r.Context(), "object deletion refused", "key", key, "version_id", vid, "reason", "pinned",
+			"live_links", pinned.Links, "live_sessions", pinned.Sessions)
+		problem.Write(w, r, problem.ObjectPinned, fmt.Sprintf("%s and %s pin this version; revoke them first or pass force=true.",
+			count(pinned.Links, "live link"), count(pinned.Sessions, "live session")))
+		return
+	case err != nil:
+		problem.Fail(h.Log, w, r, err, problem.VersionNotStored, "key", key, "version_id", vid)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), StoreDeleteTimeout)
+	defer cancel()
+	if err := h.DeleteVersion(ctx, deleter, *d); err != nil {
+		problem.Fail(h.Log, w, r, err, problem.VersionNotStored, "key", key, "version_id", vid, "retry", "by the sweeper")
+		return
+	}
+	h.Log.InfoContext(r.Context(), "object deleted", "key", v.Key, "version_id", v.VersionID, "forced", force)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// DeleteVersion deletes d's version from the store and reports the outcome
+// to the ledger. A version the store no longer has, or an S3 "null"
+// version that another object replaced, is gone: that is success, not a
+// failure to retry.
+func (h *Handler) DeleteVersion(ctx context.Context, deleter storage.Deleter, d ledger.Deletion) error {
+	o := d.Object
+	err := deleter.Delete(ctx, storage.Version{Bucket: o.Bucket, Key: o.Key, VersionID: o.VersionID, Size: o.Size,
+		ETag: o.ETag, ContentType: o.ContentType, SHA256: o.SHA256})
+	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrChanged) {
+		h.Log.InfoContext(ctx, "object version already gone from the store", "key", o.Key, "version_id", o.VersionID, "err", err)
+		err = nil
+	}
+	// The report outlives a canceled request: the store's answer is
+	// known and must not be lost.
+	if ferr := h.Objects.DeletionFinish(context.WithoutCancel(ctx), d, err); ferr != nil {
+		if err == nil {
+			return ferr
+		}
+		h.Log.WarnContext(ctx, "object deletion outcome not recorded", "key", o.Key, "version_id", o.VersionID, "err", ferr)
+	}
+	return err
+}
+
+// count writes "1 live link", "2 live links".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// PutObject streams the request body into the store (SPEC §6).
+func (h *Handler) PutObject(w http.ResponseWriter, r *http.Request) {
+	key, ok := pathKey(r)
+	if !ok {
+		problem.Write(w, r, problem.InvalidKey, pathKeyRules)
+		return
+	}
+	size := r.ContentLength // -1 when chunked
+	ct := r.Header.Get("Content-Type")
+	if ct == "" || strings.ContainsAny(ct, "\r\n") || len(ct) > 255 {
+		ct = "application/octet-stream"
+	}
+	v, err := h.Store.Put(r.Context(), r.URL.Query().Get("bucket"), key, r.Body, size, ct)
+	if err != nil {
+		if _, known := problem.For(err); !known {
+			// Not a storage failure: the upload body itself was short,
+			// too long or broke off. Nothing was stored.
+			h.Log.InfoContext(r.Context(), "upload refused", "key", key, "err", err)
+			problem.Write(w, r, problem.BadRequest, "The upload body did not match its declared length or broke off; nothing was stored.")
+			return
+		}
+		problem.Fail(h.Log, w, r, err, problem.NotFound)
+		return
+	}
+	if !h.recordStored(w, r, v) {
+		return
+	}
+	h.Log.InfoContext(r.Context(), "object stored", "key", v.Key, "version_id", v.VersionID, "bytes", v.Size, "sha256", v.SHA256)
+	httpx.WriteJSON(w, http.StatusCreated, objectBody{Bucket: v.Bucket, Key: v.Key, VersionID: v.VersionID, Size: v.Size, ETag: v.ETag,
+		ContentType: v.ContentType, SHA256: ledger.OrNull(v.SHA256)})
+}

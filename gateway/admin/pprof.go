@@ -1,0 +1,26 @@
+package admin
+
+import (
+	"net/http"
+	"net/http/pprof"
+	"strings"
+)
+
+// Pprof serves Go's profiler under /debug/pprof/ on the admin
+// listener only, behind the admin token: profiles reveal memory contents
+// and cost CPU, so they are never on the public listener.
+func (h *Handler) Pprof(w http.ResponseWriter, r *http.Request) {
+	switch strings.TrimPrefix(r.URL.Path, "/debug/pprof/") {
+	case "cmdline":
+		pprof.Cmdline(w, r)
+	case "profile":
+		pprof.Profile(w, r)
+	case "symbol":
+		pprof.Symbol(w, r)
+	case "trace":
+		pprof.Trace(w, r)
+	default:
+		// The index, and the named profiles (heap, goroutine, allocs, …).
+		pprof.Index(w, r)
+	}
+}

@@ -1,0 +1,166 @@
+package deliver
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/dlgate/dlgate/internal/testenv"
+)
+
+// tcpPair is a loopback connection: the server side as the gateway sees
+// it (through ConnContext), the client side with a small receive buffer
+// so that the server's writes pile up in its send queue.
+func tcpPair(t *testing.T) (server *net.TCPConn, client *net.TCPConn, r *http.Request) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	cc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client = cc.(*net.TCPConn)
+	client.SetReadBuffer(64 << 10) //nolint:errcheck // a hint
+	server = (<-accepted).(*net.TCPConn)
+	server.SetWriteBuffer(1 << 20) //nolint:errcheck // a hint
+	t.Cleanup(func() { server.Close(); client.Close() })
+	// Wrapped as the connection limit wraps it, to check the unwrapping.
+	ctx := ConnContext(context.Background(), netConnOnly{server})
+	r = (&http.Request{ProtoMajor: 1, ProtoMinor: 1}).WithContext(ctx)
+	return server, client, r
+}
+
+// writeUntilBlocked writes to c until a write stalls (the peer's window
+// and c's send queue are full) and returns how many bytes c took.
+func writeUntilBlocked(t *testing.T, c *net.TCPConn) int64 {
+	t.Helper()
+	buf := make([]byte, 64<<10)
+	var n int64
+	for {
+		c.SetWriteDeadline(time.Now().Add(200 * time.Millisecond)) //nolint:errcheck // a test
+		k, err := c.Write(buf)
+		n += int64(k)
+		if err != nil {
+			c.SetWriteDeadline(time.Time{}) //nolint:errcheck // a test
+			return n
+		}
+	}
+}
+
+func TestACutResponseGivesBackWhatNeverLeftTheHost(t *testing.T) {
+	server, client, r := tcpPair(t)
+	// An earlier response on the kept-alive connection, read whole.
+	if _, err := server.Write(make([]byte, 100_000)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(client, make([]byte, 100_000)); err != nil {
+		t.Fatal(err)
+	}
+	m := markStream(r)
+	if runtime.GOOS != "linux" {
+		if m.ok {
+			t.Fatalf("markStream found TCP counters on %s", runtime.GOOS)
+		}
+		return
+	}
+	if !m.ok {
+		t.Fatal("markStream found no TCP counters on Linux")
+	}
+	written := writeUntilBlocked(t, server)
+	got, err := io.ReadFull(client, make([]byte, 10_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.SetLinger(0) //nolint:errcheck // a reset, as from a killed client
+	client.Close()
+	start := time.Now()
+	back := m.untransmitted(written, true, time.Time{})
+	charged := written - back
+	t.Logf("wrote %d, the client read %d and reset; %d never left the host (found in %v)", written, got, back, time.Since(start))
+	if charged < int64(got) {
+		t.Errorf("charged %d bytes, less than the %d the client read", charged, got)
+	}
+	if back <= 0 {
+		t.Errorf("nothing given back of %d bytes written to a client that read %d and reset", written, got)
+	}
+}
+
+func TestBytesStillQueuedWhenThePeerResetsGoBack(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		testenv.Require(t, "Linux's TCP counters (TCP_INFO, SIOCOUTQ)", errors.New("running on "+runtime.GOOS))
+	}
+	server, client, r := tcpPair(t)
+	m := markStream(r)
+	written := writeUntilBlocked(t, server)
+	done := make(chan int64, 1)
+	go func() {
+		// A whole response: it waits for its queue to leave.
+		done <- m.untransmitted(written, false, time.Now().Add(10*time.Second))
+	}()
+	time.Sleep(50 * time.Millisecond)
+	client.SetLinger(0) //nolint:errcheck // a test
+	client.Close()
+	select {
+	case back := <-done:
+		if back <= 0 || back > written {
+			t.Errorf("gave back %d of %d queued bytes after a reset, want some and at most all", back, written)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a whole response still waited 5 s after its client reset the connection")
+	}
+}
+
+func TestAWholeResponseReadToItsEndGivesNothingBack(t *testing.T) {
+	server, client, r := tcpPair(t)
+	m := markStream(r)
+	const n = 3 << 20
+	go io.CopyN(io.Discard, client, n) //nolint:errcheck // a test
+	if _, err := server.Write(make([]byte, n)); err != nil {
+		t.Fatal(err)
+	}
+	if back := m.untransmitted(n, false, time.Now().Add(10*time.Second)); back != 0 {
+		t.Errorf("gave back %d bytes of a response its client read whole", back)
+	}
+}
+
+func TestALiveConnectionKeepsItsCharge(t *testing.T) {
+	// Cut for another reason (budget spent, store failed): the client is
+	// still there and gets the queued bytes, so they stay charged.
+	server, _, r := tcpPair(t)
+	m := markStream(r)
+	written := writeUntilBlocked(t, server)
+	start := time.Now()
+	if back := m.untransmitted(written, true, time.Time{}); back != 0 {
+		t.Errorf("gave back %d bytes queued for a live client", back)
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("a cut response to a live client waited %v before charging it", d)
+	}
+}
+
+func TestHTTP2StreamsAreNotMarked(t *testing.T) {
+	_, _, r := tcpPair(t)
+	r.ProtoMajor, r.ProtoMinor = 2, 0
+	if m := markStream(r); m.ok {
+		t.Error("an HTTP/2 stream was marked: another stream can keep its connection's queue from emptying")
+	}
+}
+
+// netConnOnly wraps a connection as the gateway's connection limit does:
+// the socket is reachable only through NetConn.
+type netConnOnly struct{ net.Conn }
+
+func (c netConnOnly) NetConn() net.Conn { return c.Conn }

@@ -1,0 +1,112 @@
+// Package metrics holds the gateway's Prometheus series. Labels never
+// carry tokens or ids: only routes, statuses and reasons, all from small
+// fixed sets.
+package metrics
+
+import (
+	"net/http"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics are the gateway's Prometheus series, registered on Reg.
+type Metrics struct {
+	Reg          *prometheus.Registry
+	Requests     *prometheus.CounterVec
+	Duration     *prometheus.HistogramVec
+	BodyBytes    *prometheus.CounterVec
+	Claims       *prometheus.CounterVec
+	Refunds      *prometheus.CounterVec
+	Sessions     *prometheus.CounterVec
+	Previews     *prometheus.CounterVec
+	AuthFailures *prometheus.CounterVec
+	Streaming    prometheus.Gauge
+	BudgetDraw   prometheus.Counter
+	Swept        *prometheus.CounterVec
+	// The refusal limiter (refusals.go).
+	RefusalsThrottled *prometheus.CounterVec
+	RefusalPenalties  *prometheus.CounterVec
+}
+
+// New makes the series, and the build, Go and process collectors, on a
+// registry of their own.
+func New(version string) *Metrics {
+	m := &Metrics{
+		Reg: prometheus.NewRegistry(),
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_http_requests_total", Help: "HTTP requests by route, method and status.",
+		}, []string{"route", "method", "status"}),
+		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "gateway_http_request_duration_seconds", Help: "Time to the end of the response.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+		}, []string{"route"}),
+		BodyBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_http_response_bytes_total", Help: "Response body bytes written by route.",
+		}, []string{"route"}),
+		Claims: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_claims_total", Help: "Claims by result: granted or the refusal reason.",
+		}, []string{"kind", "result"}),
+		Refunds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_refunds_total", Help: "Claims refunded because no byte left: cause storage_error or client_disconnect.",
+		}, []string{"cause"}),
+		Sessions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_sessions_minted_total", Help: "Transfer sessions by outcome (created or replayed).",
+		}, []string{"outcome"}),
+		Previews: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_previews_total", Help: "Previews served to link checkers and prefetches, which claim nothing.",
+		}, []string{"route"}),
+		AuthFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_auth_failures_total", Help: "Credentials refused on public routes, by reason.",
+		}, []string{"reason"}),
+		Streaming: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gateway_streams_in_flight", Help: "Responses currently sending object bytes.",
+		}),
+		BudgetDraw: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gateway_budget_draws_total", Help: "Byte-budget chunks drawn from the database.",
+		}),
+		Swept: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_sweeper_rows_total", Help: "Rows handled by the sweeper.",
+		}, []string{"what"}),
+		RefusalsThrottled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_refusals_throttled_total", Help: "Requests answered 429 too-many-refusals, by route and answer (held, or closed at once).",
+		}, []string{"route", "answer"}),
+		RefusalPenalties: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_refusal_penalties_total", Help: "Penalties begun: a client drew too many refusals on one token.",
+		}, []string{"route"}),
+	}
+	if version == "" {
+		version = "dev"
+	}
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "gateway_build_info", Help: "Always 1; the labels say which build runs.",
+		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()},
+	})
+	buildInfo.Set(1)
+	m.Reg.MustRegister(buildInfo)
+	m.Reg.MustRegister(m.Requests, m.Duration, m.BodyBytes, m.Claims, m.Refunds, m.Sessions, m.Previews, m.AuthFailures,
+		m.Streaming, m.BudgetDraw, m.Swept, m.RefusalsThrottled, m.RefusalPenalties,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Observe counts one finished request.
+func (m *Metrics) Observe(route, method string, status int, d time.Duration, bytes int64) {
+	m.Requests.WithLabelValues(route, methodLabel(method), strconv.Itoa(status)).Inc()
+	m.Duration.WithLabelValues(route).Observe(d.Seconds())
+	m.BodyBytes.WithLabelValues(route).Add(float64(bytes))
+}
+
+// methodLabel keeps the method label to a fixed set: a client can send any
+// token as a method, and each would become a new series.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete,
+		http.MethodPatch, http.MethodOptions:
+		return m
+	}
+	return "other"
+}

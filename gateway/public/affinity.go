@@ -1,0 +1,170 @@
+package public
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"net/http"
+
+	"github.com/dlgate/dlgate/auth"
+	"github.com/dlgate/dlgate/ledger"
+)
+
+// Session affinity modes (GATEWAY_SESSION_AFFINITY, SPEC §5).
+const (
+	// AffinityClient sends the same client back to its session: the
+	// verified account on an account-bound link, else the client's cookie,
+	// else its address together with its exact User-Agent.
+	AffinityClient = "client"
+	// AffinityAccount only sends a verified account back to its session
+	// of an account-bound link.
+	AffinityAccount = "account"
+	// AffinityOff never sends anyone back: every GET claims.
+	AffinityOff = "off"
+)
+
+// DefaultAffinity is GATEWAY_SESSION_AFFINITY's default.
+const DefaultAffinity = AffinityClient
+
+// ValidAffinity reports whether mode is one of the affinity modes.
+func ValidAffinity(mode string) bool {
+	return mode == AffinityClient || mode == AffinityAccount || mode == AffinityOff
+}
+
+// affinityCookie names the cookie that carries a client's opaque id on one
+// link's path. It is never a token: it opens nothing by itself, it only
+// tells the gateway which of the link's sessions this client minted.
+const affinityCookie = "dlgate_client"
+
+// affinity is how a request on a session-delivery link URL finds its
+// client's session (SPEC §5).
+type affinity struct {
+	on bool
+	// keys name the client to the ledger in order (cookie, then address
+	// and User-Agent); nil with on for the verified account.
+	keys []string
+	// cookie is the client id to set on the 303 of a session this request
+	// mints: the id its cookie already carried, or a fresh one.
+	cookie string
+	// lookup are the keys that may already have a session: keys without a
+	// fresh cookie id, which cannot.
+	lookup []string
+}
+
+// affinityOf says whether and as whom c's requests on l go to c's session
+// of it, under the gateway's GATEWAY_SESSION_AFFINITY.
+func (h *Handler) affinityOf(c *call, l *ledger.Link) affinity {
+	if l.Delivery != ledger.DeliverySession || h.Affinity == AffinityOff {
+		return affinity{}
+	}
+	if l.AccountID != "" {
+		// An account-bound link has one client per account, whatever
+		// its cookies or address.
+		return affinity{on: c.caller.Account == l.AccountID}
+	}
+	if h.Affinity != AffinityClient {
+		return affinity{}
+	}
+	a := affinity{on: true}
+	if c.cookie != "" {
+		a.cookie = c.cookie
+		a.keys = []string{"c:" + c.cookie, c.address}
+		a.lookup = a.keys
+		return a
+	}
+	a.cookie = newClientID()
+	a.keys = []string{"c:" + a.cookie, c.address}
+	a.lookup = a.keys[1:]
+	return a
+}
+
+// affinitySession returns the client's usable session of l, nil when it
+// has none (or affinity does not apply).
+func (h *Handler) affinitySession(c *call, l *ledger.Link) (*ledger.Session, error) {
+	a := h.affinityOf(c, l)
+	if !a.on {
+		return nil, nil
+	}
+	x, err := h.Claims.SessionGetByAffinity(c.ctx, l.ID, c.caller.Account, a.lookup)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, about(err, "link_id", l.ID)
+	}
+	h.noteAffinity(c, "reused", x)
+	return x, nil
+}
+
+// cookieID returns the client id of r's affinity cookie when it has the
+// shape the gateway gives one (22 base64url characters); anything else is
+// no cookie at all.
+func cookieID(r *http.Request) (string, bool) {
+	ck, err := r.Cookie(affinityCookie)
+	if err != nil || len(ck.Value) != clientIDLen {
+		return "", false
+	}
+	if _, err := base64.RawURLEncoding.DecodeString(ck.Value); err != nil {
+		return "", false
+	}
+	return ck.Value, true
+}
+
+// clientIDLen is the length of a client id: 16 random bytes in base64url.
+const clientIDLen = 22
+
+func newClientID() string {
+	var b [16]byte
+	rand.Read(b[:]) //nolint:errcheck // never fails (Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// addressKey names a client without a cookie by its address (trusted
+// proxies applied, SPEC §8) and its exact User-Agent, hashed so that the
+// key is short and holds neither.
+func addressKey(r *http.Request, c auth.Caller) string {
+	h := sha256.New()
+	if c.Addr.IsValid() {
+		h.Write([]byte(c.Addr.String()))
+	}
+	h.Write([]byte{0})
+	h.Write([]byte(r.UserAgent()))
+	return "u:" + base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:16])
+}
+
+// setAffinityCookie sets the client id of a session the request just
+// minted, on the link's path, for the session's life (SPEC §5).
+func (h *Handler) setAffinityCookie(w http.ResponseWriter, c *call, id string, x *ledger.Session) {
+	maxAge := int(x.ExpiresAt.Sub(h.Now()).Seconds())
+	if maxAge < 1 {
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name:     affinityCookie,
+		Value:    id,
+		Path:     "/d/" + c.token,
+		Expires:  x.ExpiresAt.UTC(),
+		MaxAge:   maxAge,
+		HttpOnly: true,
+		Secure:   c.secure,
+		SameSite: http.SameSiteLaxMode,
+	})
+}
+
+// noteAffinity records on the access line how affinity answered and, for
+// a request sent to an existing session, counts it on the session's grant
+// (SPEC §5). That count is a record, not a decision: when the database
+// cannot take it the request is still answered.
+func (h *Handler) noteAffinity(c *call, how string, x *ledger.Session) {
+	if c.info != nil {
+		c.info.Affinity = how
+	}
+	if how != "reused" {
+		return
+	}
+	h.Metrics.Sessions.WithLabelValues("affinity").Inc()
+	if err := h.Claims.SessionNoteAffinityReuse(c.ctx, x.ID); err != nil {
+		h.Log.WarnContext(c.ctx, "affinity reuse not recorded", "session_id", x.ID, "err", err)
+	}
+}

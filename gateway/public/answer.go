@@ -1,0 +1,95 @@
+package public
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/dlgate/dlgate/auth"
+	"github.com/dlgate/dlgate/gateway/problem"
+)
+
+// A public route's handler returns what stopped it as an error, and the
+// route answers it in one place (fail): a refusal says which problem it
+// is and the header it needs; anything else is the ledger's or the
+// store's, mapped by the problem table.
+
+// refused is an error whose answer is fixed: a problem, its detail, and a
+// header the answer needs (a challenge, Accept-Ranges, Retry-After).
+type refused struct {
+	p             problem.Problem
+	detail        string
+	header, value string
+	why           string // for the debug log
+}
+
+func (e *refused) Error() string { return "gateway: " + e.why }
+
+var (
+	// errForged is a token this gateway did not mint: the route's
+	// generic 404 (SPEC §2).
+	errForged = &refused{why: "invalid_token"}
+	// errRangeOnLink is a Range on a link URL without a session to send
+	// it to: 409, not 416, because curl -C - and wget -c take a 416 on
+	// resume for "already complete" and keep a truncated file (SPEC §3
+	// step 2). The detail names the route, not this link's token: raw
+	// tokens never appear in error bodies (SPEC §2).
+	errRangeOnLink = &refused{p: problem.RangeRequiresSession, header: "Accept-Ranges", value: "none", why: "range_on_link",
+		detail: "Range requests are served by transfer sessions: POST /d/{token}/sessions with this link's token, then send ranges to the session_url."}
+	// errAccountRequired is an anonymous caller of an account-bound link
+	// or session: 401 with a bare Bearer challenge (RFC 6750 §3: no error
+	// code when the request had no credential at all; SPEC §3 step 3).
+	errAccountRequired = &refused{p: problem.AuthRequired, header: "WWW-Authenticate", value: "Bearer", why: "account_required"}
+	// errBadIdempotencyKey is an Idempotency-Key that is not 1–255
+	// visible ASCII characters (SPEC §3).
+	errBadIdempotencyKey = &refused{p: problem.BadRequest, detail: "Idempotency-Key must be 1 to 255 visible ASCII characters.", why: "bad_idempotency_key"}
+)
+
+// credentialError is the answer to a credential the authenticator
+// refused: 401 with the RFC 6750 §3.1 invalid_token challenge, or 503
+// while the keys to check it cannot be had.
+func credentialError(err error) error {
+	if errors.Is(err, auth.ErrUnavailable) {
+		return &refused{p: problem.AuthUnavailable, header: "Retry-After", value: "5", why: "auth_unavailable"}
+	}
+	return &refused{p: problem.AuthRequired, header: "WWW-Authenticate", value: `Bearer error="invalid_token"`, why: "invalid_credential"}
+}
+
+// attrsError carries the log attributes of what the error is about (the
+// link, session and grant ids) to the one place that logs it.
+type attrsError struct {
+	error
+	attrs []any
+}
+
+func (e *attrsError) Unwrap() error { return e.error }
+
+// about adds attrs to err for the log; nil stays nil.
+func about(err error, attrs ...any) error {
+	if err == nil {
+		return nil
+	}
+	return &attrsError{err, attrs}
+}
+
+// fail answers err on a route whose generic 404 is notFound.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error, notFound problem.Problem) {
+	var attrs []any
+	var ae *attrsError
+	if errors.As(err, &ae) {
+		attrs = ae.attrs
+	}
+	var re *refused
+	if errors.As(err, &re) {
+		p := re.p
+		if re == errForged {
+			p = notFound
+		}
+		h.Log.DebugContext(r.Context(), "refused", append(attrs, "reason", re.why)...)
+		if re.header != "" {
+			w.Header().Set(re.header, re.value)
+		}
+		problem.Write(w, r, p, re.detail)
+		return
+	}
+	problem.Fail(h.Log, w, r, err, notFound, attrs...)
+}

@@ -1,0 +1,134 @@
+package warm
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/dlgate/dlgate/gateway/deliver"
+	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/sessions"
+)
+
+// errLeaseLost cuts a response whose concurrency slot another process
+// reclaimed (after a stall longer than the lease): that process may
+// stream on the slot.
+var errLeaseLost = errors.New("gateway: concurrency slot lease lost")
+
+// Meter returns the meter of one response of session x (deliver.Meter):
+// it holds a concurrency slot from Begin to End and draws the byte budget
+// chunk by chunk as bytes go out, taking first what this process kept
+// warm; at the end what it drew and did not send, and what the
+// connection never carried, goes back. attrs name the session in logs.
+func (w *Sessions) Meter(x *ledger.Session, attrs []any) deliver.Meter {
+	return &meter{w: w, x: x, attrs: attrs}
+}
+
+type meter struct {
+	w     *Sessions
+	x     *ledger.Session
+	attrs []any
+
+	lease  *slotLease
+	cancel context.CancelCauseFunc
+	have   int64 // drawn and not yet granted
+	left   int64 // what this response still has to send
+	ahead  int64 // the least to draw at a time
+}
+
+// Begin takes a slot (one this process keeps idle, or a new lease) and the
+// budget kept warm, then draws before the status line: when nothing at
+// all can be sent the answer is still a clean 403 (or 404 for a session
+// that died). Errors: ledger.ErrNoSlot (after the slot wait),
+// ledger.ErrBudgetExhausted, a refusal, ErrUnavailable.
+func (m *meter) Begin(ctx context.Context, need int64) (context.Context, error) {
+	lease, kept, err := m.w.begin(ctx, m.x, need)
+	if err != nil {
+		return nil, err
+	}
+	m.lease, m.have, m.left = lease, kept, need
+	// Draw ahead at most a sixteenth of the budget: what one process
+	// keeps warm must never starve the session's other requests.
+	m.ahead = sessions.DrawAhead(m.w.Keep, m.w.Chunk, m.x.ByteBudget)
+	rctx, cancel := context.WithCancelCause(ctx)
+	m.cancel = cancel
+	go func() {
+		select {
+		case <-lease.lost:
+			cancel(errLeaseLost)
+		case <-rctx.Done():
+		}
+	}()
+	if m.left > 0 {
+		if err := m.ensure(rctx); err != nil {
+			m.end(false)
+			cancel(nil)
+			return nil, err
+		}
+	}
+	return rctx, nil
+}
+
+// ensure draws when nothing drawn is left: at least ahead, so that a run
+// of small ranges draws once for many; what this response cannot send
+// stays warm for the others.
+func (m *meter) ensure(ctx context.Context) error {
+	if m.have > 0 {
+		return nil
+	}
+	want := sessions.DrawSize(m.left, m.w.Chunk, m.ahead)
+	got, err := m.w.fill(ctx, m.x.ID, m.left, want)
+	if errors.Is(err, ledger.ErrBudgetExhausted) {
+		// The rest may be drawn already, warm for this process's next
+		// request of the session: a request running alongside uses it.
+		if got = m.w.takeBudget(ctx, m.x.ID); got > 0 {
+			err = nil
+		}
+	}
+	if err != nil {
+		return err
+	}
+	m.have = got
+	return nil
+}
+
+// Take grants what is drawn, drawing again when it is spent.
+func (m *meter) Take(ctx context.Context, n int64) (int64, error) {
+	if err := m.ensure(ctx); err != nil {
+		return 0, err
+	}
+	k := min(n, m.have)
+	m.have -= k
+	m.left -= k
+	return k, nil
+}
+
+// End gives back what was drawn and not sent or not carried, and the
+// slot: after a complete response the slot and the rest stay warm for the
+// session's next request (warm.end).
+func (m *meter) End(ctx context.Context, res deliver.Result) {
+	if m.lease == nil {
+		return // Begin failed, or the store could not be opened: nothing held
+	}
+	defer m.cancel(nil)
+	m.have += res.Granted - res.Sent + res.Unsent
+	complete := res.Err == nil && res.Status != 0
+	m.end(complete)
+	log := m.w.Log
+	switch {
+	case res.Status == 0:
+	case res.Err != nil:
+		// The response ends here, short of its Content-Length: the
+		// client sees a truncated body and can resume within the session.
+		log.LogAttrs(ctx, slog.LevelInfo, "session response ended early", slog.Group("", m.attrs...),
+			slog.Int64("bytes", res.Sent-res.Unsent), slog.Int64("untransmitted", res.Unsent), slog.Any("err", res.Err))
+	default:
+		log.LogAttrs(ctx, slog.LevelInfo, "session bytes sent", slog.Group("", m.attrs...),
+			slog.Int64("bytes", res.Sent), slog.Int("status", res.Status))
+	}
+}
+
+func (m *meter) end(complete bool) {
+	m.w.end(m.x.ID, m.lease, m.have, complete)
+	m.lease = nil
+}

@@ -1,0 +1,223 @@
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dlgate/dlgate/ledger"
+)
+
+// The audit trail (SPEC §6, migration 00011). Each change made with an
+// actor in its context writes its entry with audit, inside the change's
+// own transaction, so the entry exists exactly when the change does; the
+// listing is AuditList, the purge part of LinkPurge (retention.go).
+
+var _ ledger.Audit = (*DB)(nil)
+
+// actorOf returns the actor ctx carries, nil for none. Errors: ErrInvalid
+// (an actor an entry cannot record), before anything is written.
+func actorOf(ctx context.Context) (*ledger.Actor, error) {
+	a, ok := ledger.ActorOf(ctx)
+	if !ok {
+		return nil, nil
+	}
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// audit writes, inside tx, the entry of the change action to target that
+// a made at at, with details (a struct that marshals to a JSON object).
+// Nothing when a is nil: the gateway's own changes are not audited.
+func (s *DB) audit(ctx context.Context, tx *sql.Tx, a *ledger.Actor, at time.Time, action string, target ledger.AuditTarget, details any) error {
+	if a == nil {
+		return nil
+	}
+	body, err := json.Marshal(details)
+	if err != nil {
+		return fmt.Errorf("sqlcore: audit details of %s: %w", action, err)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO audit_entries
+  (id, created_at, actor_key_id, actor_key_name, action, target_type, target_id, request_id, details)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		newID(), s.t(at), a.KeyID, a.KeyName, action, target.Type, target.ID, orNull(a.RequestID), string(body))
+	return err
+}
+
+// The details of each action: what changed, never a secret.
+type (
+	auditObject struct {
+		Bucket    string `json:"bucket"`
+		Key       string `json:"key"`
+		VersionID string `json:"version_id"`
+	}
+	linkCreatedDetails struct {
+		Downloads int         `json:"downloads"`
+		ExpiresAt time.Time   `json:"expires_at"`
+		Delivery  string      `json:"delivery"`
+		AccountID *string     `json:"account_id"`
+		Filename  string      `json:"filename"`
+		Object    auditObject `json:"object"`
+	}
+	linkRevokedDetails struct {
+		SessionsRevoked int64 `json:"sessions_revoked"`
+		// ObjectDeleted marks a revocation made by the deletion of the
+		// version the link pins.
+		ObjectDeleted bool `json:"object_deleted"`
+	}
+	allowanceDetails struct {
+		Add    int    `json:"add"`
+		Reason string `json:"reason"`
+	}
+	objectDetails struct {
+		Bucket      string  `json:"bucket"`
+		Key         string  `json:"key"`
+		VersionID   string  `json:"version_id"`
+		Size        int64   `json:"size"`
+		ETag        string  `json:"etag"`
+		ContentType string  `json:"content_type"`
+		SHA256      *string `json:"sha256"`
+		// Force is set on object.deleted: the deletion revoked the links
+		// that pinned the version (each has its link.revoked entry).
+		Force *bool `json:"force,omitempty"`
+	}
+	keyDetails struct {
+		Name      string     `json:"name"`
+		Scopes    []string   `json:"scopes"`
+		ExpiresAt *time.Time `json:"expires_at"`
+	}
+	noDetails struct{}
+)
+
+func objectAudit(o ledger.Object) objectDetails {
+	return objectDetails{Bucket: o.Bucket, Key: o.Key, VersionID: o.VersionID, Size: o.Size, ETag: o.ETag,
+		ContentType: o.ContentType, SHA256: ledger.OrNull(o.SHA256)}
+}
+
+const auditColumns = `id, created_at, actor_key_id, actor_key_name, action, target_type, target_id, request_id, details`
+
+func scanAudit(r rowScanner) (ledger.AuditEntry, error) {
+	var (
+		e       ledger.AuditEntry
+		at      timeCol
+		req     nullStr
+		details string
+	)
+	err := r.Scan(&e.ID, &at, &e.Actor.KeyID, &e.Actor.KeyName, &e.Action, &e.Target.Type, &e.Target.ID, &req, &details)
+	e.At, e.Actor.RequestID, e.Details = at.T, string(req), json.RawMessage(details)
+	return e, err
+}
+
+// AuditList returns one page of audit entries, newest first. Each filter
+// has an index that continues in (created_at, id) order (migration
+// 00011), so the page is one index range scan from the cursor stopped by
+// the LIMIT, plus a primary key lookup per entry, the way LinkList reads
+// links. Errors: ErrInvalid (bad cursor, limit or action), ErrUnavailable.
+func (s *DB) AuditList(ctx context.Context, q ledger.AuditQuery) (ledger.AuditPage, error) {
+	limit := q.Limit
+	switch {
+	case limit == 0:
+		limit = ledger.DefaultListLimit
+	case limit < 1 || limit > ledger.MaxListLimit:
+		return ledger.AuditPage{}, fmt.Errorf("%w: limit must be between 1 and %d", ledger.ErrInvalid, ledger.MaxListLimit)
+	}
+	var (
+		conds []string
+		args  []any
+	)
+	if q.ActorKeyID != "" {
+		conds, args = append(conds, "actor_key_id = ?"), append(args, q.ActorKeyID)
+	}
+	if q.Action != "" {
+		if !slices.Contains(ledger.Actions(), q.Action) {
+			return ledger.AuditPage{}, fmt.Errorf("%w: unknown action %q (known: %s)", ledger.ErrInvalid, q.Action,
+				strings.Join(ledger.Actions(), ", "))
+		}
+		conds, args = append(conds, "action = ?"), append(args, q.Action)
+	}
+	if q.TargetID != "" {
+		conds, args = append(conds, "target_id = ?"), append(args, q.TargetID)
+	}
+	c, a, err := s.timeWindow(q.After, q.Before, q.Cursor)
+	if err != nil {
+		return ledger.AuditPage{}, err
+	}
+	conds, args = append(conds, c...), append(args, a...)
+	where := ""
+	if len(conds) > 0 {
+		where = "\nWHERE " + strings.Join(conds, " AND ")
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	// As in LinkList: the inner query reads ids from the filter's index,
+	// the join fetches at most limit+1 rows by primary key, and one row
+	// more than the page tells whether there is a next one.
+	rows, err := s.db.QueryContext(ctx, `SELECT `+auditColumns+` FROM (
+  SELECT id AS page_id FROM audit_entries`+where+`
+  ORDER BY created_at DESC, id DESC LIMIT ?
+) page JOIN audit_entries ON audit_entries.id = page.page_id`, append(args, limit+1)...)
+	if err != nil {
+		return ledger.AuditPage{}, s.classify(err)
+	}
+	defer rows.Close()
+	var page ledger.AuditPage
+	for rows.Next() {
+		e, err := scanAudit(rows)
+		if err != nil {
+			return ledger.AuditPage{}, s.classify(err)
+		}
+		page.Entries = append(page.Entries, e)
+	}
+	if err := rows.Err(); err != nil {
+		return ledger.AuditPage{}, s.classify(err)
+	}
+	// The join returns the page in no particular order.
+	slices.SortFunc(page.Entries, func(a, b ledger.AuditEntry) int {
+		if c := b.At.Compare(a.At); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID, a.ID)
+	})
+	if len(page.Entries) > limit {
+		page.Entries = page.Entries[:limit]
+		last := page.Entries[limit-1]
+		page.Next = encodeCursor(last.At, last.ID)
+	}
+	return page, nil
+}
+
+// timeWindow is the conditions on created_at of a listing newest first:
+// after and before exclusive (either zero for no bound), and the cursor's
+// position. Stored times are whole microseconds, so "after t" is "after t
+// truncated" and "before t" is "before t rounded up".
+func (s *DB) timeWindow(after, before time.Time, cursor string) ([]string, []any, error) {
+	var (
+		conds []string
+		args  []any
+	)
+	if !after.IsZero() {
+		conds, args = append(conds, "created_at > ?"), append(args, s.t(clampTime(after)))
+	}
+	if !before.IsZero() {
+		b := clampTime(before)
+		if ledger.Micro(b).Before(b) {
+			b = b.Add(time.Microsecond)
+		}
+		conds, args = append(conds, "created_at < ?"), append(args, s.t(b))
+	}
+	if cursor != "" {
+		at, id, err := decodeCursor(cursor)
+		if err != nil {
+			return nil, nil, err
+		}
+		conds = append(conds, "(created_at < ? OR (created_at = ? AND id < ?))")
+		args = append(args, s.t(at), s.t(at), id)
+	}
+	return conds, args, nil
+}

@@ -1,0 +1,199 @@
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/dlgate/dlgate/apikey"
+	"github.com/dlgate/dlgate/ledger"
+)
+
+// Console sessions (SPEC §11, migration 00011): rows every process reads,
+// so a signed-in console works behind a balancer and a sign-out, a DELETE,
+// ends it everywhere at once. Every judgement of time is the database's
+// clock's.
+
+var _ ledger.ConsoleSessions = (*DB)(nil)
+
+// consoleSelect reads a session with its key (NULLs for the bootstrap
+// token, which has no row), then the database's now. It is followed by
+// the WHERE clause.
+const consoleSelect = `SELECT c.id, c.key_id, c.created_at, c.expires_at, c.last_seen_at,
+  k.name, k.scopes, k.created_at, k.expires_at, k.revoked_at, k.last_used_at, {now}
+FROM console_sessions c LEFT JOIN api_keys k ON k.id = c.key_id`
+
+// consoleLive is the condition of a usable session, judged at {now}: not
+// past its end, not idle for ledger.ConsoleIdle ({now+} is now minus the
+// idle timeout), and its key the bootstrap token's or one not revoked nor
+// expired. Arguments: now, now, -idle, the bootstrap key id, now.
+const consoleLive = ` c.expires_at > {now} AND c.last_seen_at > {now+}
+  AND (c.key_id = ? OR (k.id IS NOT NULL AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > {now})))`
+
+func (s *DB) consoleLiveArgs() []any {
+	return []any{s.dbNow(), s.dbNow(), -ledger.ConsoleIdle.Microseconds(), ledger.BootstrapKeyID, s.dbNow()}
+}
+
+// scanConsole scans a row of consoleSelect into a session and the
+// database's now.
+func scanConsole(r rowScanner) (*ledger.ConsoleSession, timeCol, error) {
+	var (
+		c                              ledger.ConsoleSession
+		created, expires, seen, now    timeCol
+		name, scopes                   nullStr
+		kCreated, kExp, kRevoked, kUse timeCol
+	)
+	err := r.Scan(&c.ID, &c.Key.ID, &created, &expires, &seen, &name, &scopes, &kCreated, &kExp, &kRevoked, &kUse, &now)
+	if isNoRows(err) {
+		return nil, now, ledger.ErrNotFound
+	}
+	if err != nil {
+		return nil, now, err
+	}
+	c.CreatedAt, c.ExpiresAt, c.LastSeenAt = created.T, expires.T, seen.T
+	if c.Key.ID == ledger.BootstrapKeyID {
+		c.Key.Name, c.Key.Scopes = ledger.BootstrapKeyID, apikey.All()
+	} else {
+		c.Key.Name, c.Key.Scopes, c.Key.CreatedAt = string(name), storedScopes(string(scopes)), kCreated.T
+		c.Key.ExpiresAt, c.Key.RevokedAt, c.Key.LastUsedAt = kExp.ptr(), kRevoked.ptr(), kUse.ptr()
+	}
+	c.Key.ReadAt = now.T
+	return &c, now, nil
+}
+
+// ConsoleSessionCreate opens a session for keyID in one INSERT that
+// copies the key's id from its row only while the key is live at the
+// database's now, so a key revoked or expired by then opens nothing; the
+// bootstrap token's session needs no row. Errors: ErrInvalid, ErrNotFound,
+// ErrRefused, ErrConflict, ErrUnavailable.
+func (s *DB) ConsoleSessionCreate(ctx context.Context, keyID string, secretHash []byte) (*ledger.ConsoleSession, error) {
+	if len(secretHash) != 32 || keyID == "" || len(keyID) > 36 || !validCursorID(keyID) {
+		return nil, fmt.Errorf("%w: a console session needs a key id and the SHA-256 of its secret", ledger.ErrInvalid)
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	id := newID()
+	args := []any{id, secretHash, s.t(s.now()), s.dbNow(), ledger.ConsoleLifetime.Microseconds(), s.dbNow()}
+	var q string
+	if keyID == ledger.BootstrapKeyID {
+		q = `INSERT INTO console_sessions (id, secret_hash, created_at, expires_at, last_seen_at, key_id)
+VALUES (?, ?, ?, {now+}, {now}, ?)`
+		args = append(args, keyID)
+	} else {
+		q = `INSERT INTO console_sessions (id, secret_hash, created_at, expires_at, last_seen_at, key_id)
+SELECT ?, ?, ?, {now+}, {now}, id FROM api_keys
+WHERE id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > {now})`
+		args = append(args, keyID, s.dbNow())
+	}
+	res, err := s.exec(ctx, s.q(q), args...)
+	if err != nil {
+		if s.d.IsDuplicate(err) {
+			return nil, fmt.Errorf("%w: a console session with that secret exists", ledger.ErrConflict)
+		}
+		return nil, err
+	}
+	if n, err := affected(res); err != nil {
+		return nil, s.classify(err)
+	} else if n == 0 {
+		r, err := s.keyRefusal(ctx, keyID)
+		if err != nil {
+			return nil, err
+		}
+		if r == "" {
+			r = ledger.ReasonUnknown // live again now: a retry would open it
+		}
+		return nil, ledger.Refused(r)
+	}
+	c, _, err := scanConsole(s.db.QueryRowContext(ctx, s.q(consoleSelect+` WHERE c.id = ?`), s.dbNow(), id))
+	return c, s.classify(err)
+}
+
+// ConsoleSessionGet returns the live session whose secret hashes to
+// secretHash: the SELECT's WHERE judges it at the database's now, the
+// same now it returns. When its last-seen time is ledger.ConsoleSeenEvery
+// or more behind that now, a conditional UPDATE moves it (concurrent
+// requests: the first moves it, the others match nothing), so a session
+// costs one write a minute at most. Errors: ErrNotFound, ErrUnavailable.
+func (s *DB) ConsoleSessionGet(ctx context.Context, secretHash []byte) (*ledger.ConsoleSession, error) {
+	if len(secretHash) != 32 {
+		return nil, ledger.ErrNotFound
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	args := append([]any{s.dbNow(), secretHash}, s.consoleLiveArgs()...)
+	c, now, err := scanConsole(s.db.QueryRowContext(ctx, s.q(consoleSelect+`
+WHERE c.secret_hash = ? AND`+consoleLive), args...))
+	if err != nil {
+		return nil, s.classify(err)
+	}
+	if now.T.Sub(c.LastSeenAt) < ledger.ConsoleSeenEvery {
+		return c, nil
+	}
+	res, err := s.exec(ctx, s.q(`UPDATE console_sessions SET last_seen_at = ?
+WHERE id = ? AND last_seen_at <= {now+}`), s.t(now.T), c.ID, s.dbNow(), -ledger.ConsoleSeenEvery.Microseconds())
+	if err != nil {
+		return nil, err
+	}
+	if n, _ := affected(res); n > 0 {
+		c.LastSeenAt = now.T
+	}
+	return c, nil
+}
+
+// ConsoleSessionDelete deletes the session (sign-out). Errors:
+// ErrUnavailable.
+func (s *DB) ConsoleSessionDelete(ctx context.Context, secretHash []byte) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	_, err := s.exec(ctx, `DELETE FROM console_sessions WHERE secret_hash = ?`, secretHash)
+	return err
+}
+
+// purgeConsoleSessions deletes, inside tx, at most limit console sessions
+// dead at the database's now (past their end, or idle), and returns how
+// many its DELETE, which repeats the condition, removed: a session
+// another sweeper deleted first is not counted twice.
+func (s *DB) purgeConsoleSessions(ctx context.Context, tx *sql.Tx, limit int) (int, error) {
+	const dead = `expires_at <= {now} OR last_seen_at <= {now+}`
+	deadArgs := []any{s.dbNow(), s.dbNow(), -ledger.ConsoleIdle.Microseconds()}
+	seen := map[string]bool{}
+	var ids []any
+	for _, c := range []struct {
+		q    string
+		args []any
+	}{
+		{`SELECT id FROM console_sessions WHERE expires_at <= {now} ORDER BY expires_at LIMIT ?`, []any{s.dbNow(), limit}},
+		{`SELECT id FROM console_sessions WHERE last_seen_at <= {now+} ORDER BY last_seen_at LIMIT ?`,
+			[]any{s.dbNow(), -ledger.ConsoleIdle.Microseconds(), limit}},
+	} {
+		rows, err := tx.QueryContext(ctx, s.q(c.q)+s.d.skipLocked(), c.args...)
+		if err != nil {
+			return 0, err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return 0, err
+			}
+			if !seen[id] && len(ids) < limit {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return 0, err
+		}
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	res, err := tx.ExecContext(ctx, s.q(`DELETE FROM console_sessions WHERE id IN `+placeholders(len(ids))+` AND (`+dead+`)`),
+		append(ids, deadArgs...)...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := affected(res)
+	return int(n), err
+}

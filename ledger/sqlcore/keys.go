@@ -1,0 +1,280 @@
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dlgate/dlgate/apikey"
+	"github.com/dlgate/dlgate/ledger"
+)
+
+// Operators' API keys (SPEC §6, migration 00011). The ledger holds a key's
+// SHA-256, never its text; the text exists only in the answer that made it.
+
+var _ ledger.Keys = (*DB)(nil)
+
+// touchEvery is how old last_used_at must be before KeyTouch writes it.
+const touchEvery = time.Minute
+
+const keyColumns = `id, name, scopes, created_at, expires_at, revoked_at, last_used_at`
+
+func scanKey(r rowScanner) (*ledger.Key, error) {
+	var (
+		k                              ledger.Key
+		scopes                         string
+		created, expires, revoked, use timeCol
+	)
+	if err := r.Scan(&k.ID, &k.Name, &scopes, &created, &expires, &revoked, &use); err != nil {
+		if isNoRows(err) {
+			return nil, ledger.ErrNotFound
+		}
+		return nil, err
+	}
+	k.Scopes, k.CreatedAt = storedScopes(scopes), created.T
+	k.ExpiresAt, k.RevokedAt, k.LastUsedAt = expires.ptr(), revoked.ptr(), use.ptr()
+	return &k, nil
+}
+
+// KeyCreate stores a new key and, with an actor, its key.created audit
+// entry, in one transaction. An actor other than the bootstrap token must
+// hold keys:write and every scope it gives, and be neither revoked nor
+// expired, judged from its row read under lock (a current read, as a
+// revocation that committed first is seen on every engine) by the
+// database's clock. Errors: ErrInvalid, ErrConflict, ErrRefused,
+// ErrForbidden, ErrUnavailable.
+func (s *DB) KeyCreate(ctx context.Context, p ledger.KeyCreateParams) (*ledger.Key, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if !p.ExpiresAt.IsZero() && !storable(p.ExpiresAt) {
+		return nil, fmt.Errorf("%w: expiry outside %v..%v", ledger.ErrInvalid, storableMin, storableMax)
+	}
+	a, err := actorOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	k := &ledger.Key{ID: newID(), Name: p.Name, Scopes: p.Scopes, CreatedAt: s.now()}
+	var expires any
+	if !p.ExpiresAt.IsZero() {
+		at := ledger.Micro(p.ExpiresAt)
+		k.ExpiresAt, expires = &at, s.t(at)
+	}
+	err = s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if a != nil && a.KeyID != ledger.BootstrapKeyID {
+			if err := s.mayGive(ctx, tx, a.KeyID, p.Scopes); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, name, secret_hash, scopes, created_at, expires_at)
+VALUES (?, ?, ?, ?, ?, ?)`, k.ID, k.Name, p.SecretHash, k.Scopes.String(), s.t(k.CreatedAt), expires)
+		if err != nil {
+			if s.d.IsDuplicate(err) {
+				return fmt.Errorf("%w: a key with that secret exists", ledger.ErrConflict)
+			}
+			return err
+		}
+		return s.audit(ctx, tx, a, k.CreatedAt, ledger.ActionKeyCreated, ledger.AuditTarget{Type: ledger.TargetKey, ID: k.ID},
+			keyDetails{Name: k.Name, Scopes: k.Scopes.Strings(), ExpiresAt: k.ExpiresAt})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// mayGive refuses, inside tx, a key creation by the key id that is not
+// live at the database's now (ErrRefused) or does not hold keys:write and
+// every scope of give (a *ledger.ScopeError naming the first it lacks).
+// The row is read under lock, so a revocation committing at the same
+// moment either came first and is seen, or waits for this transaction.
+func (s *DB) mayGive(ctx context.Context, tx *sql.Tx, id string, give apikey.Scopes) error {
+	var (
+		text             string
+		expires, revoked timeCol
+		now              timeCol
+	)
+	err := tx.QueryRowContext(ctx, s.q(`SELECT scopes, expires_at, revoked_at, {now} FROM api_keys WHERE id = ?`)+s.d.LockRows,
+		s.dbNow(), id).Scan(&text, &expires, &revoked, &now)
+	if isNoRows(err) {
+		return ledger.Refused(ledger.ReasonUnknown)
+	}
+	if err != nil {
+		return err
+	}
+	held := storedScopes(text)
+	k := ledger.Key{ExpiresAt: expires.ptr(), RevokedAt: revoked.ptr()}
+	if r := k.Refusal(now.T); r != "" {
+		return ledger.Refused(r)
+	}
+	if missing := held.Missing(give | apikey.Of(apikey.KeysWrite)); len(missing) > 0 {
+		return &ledger.ScopeError{Missing: missing[0]}
+	}
+	return nil
+}
+
+// storedScopes reads a key's scopes column. A name this gateway does not
+// know, which only a newer one could have written during a rolling
+// upgrade, is left out: it grants nothing here, as no route here needs
+// it, and the key's other scopes still work.
+func storedScopes(text string) apikey.Scopes {
+	var names []apikey.Scope
+	for _, n := range strings.Fields(text) {
+		names = append(names, apikey.Scope(n))
+	}
+	return apikey.Of(names...)
+}
+
+// KeyGet returns the key id. Errors: ErrNotFound, ErrUnavailable.
+func (s *DB) KeyGet(ctx context.Context, id string) (*ledger.Key, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	k, err := scanKey(s.db.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, id))
+	return k, s.classify(err)
+}
+
+// KeyGetByHash returns the key whose secret hashes to hash, read with the
+// database's clock, and ErrRefused beside a revoked or expired one. The
+// unique index on secret_hash finds it: a SHA-256 of a secret nobody
+// knows, so how long the lookup takes tells nothing of a key. Errors:
+// ErrNotFound, ErrRefused, ErrUnavailable.
+func (s *DB) KeyGetByHash(ctx context.Context, hash []byte) (*ledger.Key, error) {
+	if len(hash) != 32 {
+		return nil, ledger.ErrNotFound
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var now timeCol
+	k, err := scanKey(withNow(s.db.QueryRowContext(ctx, s.q(`SELECT `+keyColumns+`, {now} FROM api_keys WHERE secret_hash = ?`),
+		s.dbNow(), hash), &now))
+	if err != nil {
+		return nil, s.classify(err)
+	}
+	k.ReadAt = now.T
+	if r := k.Refusal(now.T); r != "" {
+		return k, ledger.Refused(r)
+	}
+	return k, nil
+}
+
+// KeyList lists keys newest first, a page at a time. Errors: ErrInvalid,
+// ErrUnavailable.
+func (s *DB) KeyList(ctx context.Context, cursor string, limit int) (ledger.KeyPage, error) {
+	switch {
+	case limit == 0:
+		limit = ledger.DefaultListLimit
+	case limit < 1 || limit > ledger.MaxListLimit:
+		return ledger.KeyPage{}, fmt.Errorf("%w: limit must be between 1 and %d", ledger.ErrInvalid, ledger.MaxListLimit)
+	}
+	q := `SELECT ` + keyColumns + ` FROM api_keys`
+	var args []any
+	if cursor != "" {
+		at, id, err := decodeCursor(cursor)
+		if err != nil {
+			return ledger.KeyPage{}, err
+		}
+		q += ` WHERE created_at < ? OR (created_at = ? AND id < ?)`
+		args = append(args, s.t(at), s.t(at), id)
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rows, err := s.db.QueryContext(ctx, q+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, limit+1)...)
+	if err != nil {
+		return ledger.KeyPage{}, s.classify(err)
+	}
+	defer rows.Close()
+	var page ledger.KeyPage
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return ledger.KeyPage{}, s.classify(err)
+		}
+		page.Keys = append(page.Keys, *k)
+	}
+	if err := rows.Err(); err != nil {
+		return ledger.KeyPage{}, s.classify(err)
+	}
+	if len(page.Keys) > limit {
+		page.Keys = page.Keys[:limit]
+		last := page.Keys[limit-1]
+		page.Next = encodeCursor(last.CreatedAt, last.ID)
+	}
+	return page, nil
+}
+
+// KeyRevoke revokes the key, deletes its console sessions and, with an
+// actor, writes the key.revoked audit entry, in one transaction; only the
+// first revocation changes anything. Errors: ErrNotFound, ErrUnavailable.
+func (s *DB) KeyRevoke(ctx context.Context, id string) error {
+	a, err := actorOf(ctx)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, s.t(now), id)
+		if err != nil {
+			return err
+		}
+		if n, err := affected(res); err != nil {
+			return err
+		} else if n == 0 {
+			// A locking read, as whyNotUpdated's: a snapshot taken at
+			// BEGIN (TiDB) might not hold a key made and revoked since.
+			var one int
+			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM api_keys WHERE id = ?`+s.d.LockRows, id).Scan(&one); isNoRows(err) {
+				return ledger.ErrNotFound
+			} else if err != nil {
+				return err
+			}
+			return nil // revoked before
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM console_sessions WHERE key_id = ?`, id); err != nil {
+			return err
+		}
+		if a == nil {
+			return nil
+		}
+		k, err := scanKey(tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, id))
+		if err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, a, now, ledger.ActionKeyRevoked, ledger.AuditTarget{Type: ledger.TargetKey, ID: id},
+			keyDetails{Name: k.Name, Scopes: k.Scopes.Strings(), ExpiresAt: k.ExpiresAt})
+	})
+}
+
+// KeyTouch moves the key's last_used_at to the database's now when it is
+// touchEvery or more behind, in one conditional UPDATE whose WHERE decides
+// (two processes touching at once: the second finds the first's time and
+// matches nothing), and reports whether it wrote. Errors: ErrUnavailable.
+func (s *DB) KeyTouch(ctx context.Context, id string) (bool, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	res, err := s.exec(ctx, s.q(`UPDATE api_keys SET last_used_at = {now}
+WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= {now+})`), s.dbNow(), id, s.dbNow(), -touchEvery.Microseconds())
+	if err != nil {
+		return false, err
+	}
+	n, err := affected(res)
+	return n > 0, s.classify(err)
+}
+
+// keyRefusal explains why the key id cannot be used at the database's
+// now: ErrNotFound when there is no such key, else its refusal ("" when
+// it can be used).
+func (s *DB) keyRefusal(ctx context.Context, id string) (ledger.Reason, error) {
+	var expires, revoked, now timeCol
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT expires_at, revoked_at, {now} FROM api_keys WHERE id = ?`), s.dbNow(), id).
+		Scan(&expires, &revoked, &now)
+	if isNoRows(err) {
+		return "", ledger.ErrNotFound
+	}
+	if err != nil {
+		return "", s.classify(err)
+	}
+	k := ledger.Key{ExpiresAt: expires.ptr(), RevokedAt: revoked.ptr()}
+	return k.Refusal(now.T), nil
+}
