@@ -11,13 +11,14 @@ import (
 
 	"github.com/tus/tusd/v2/pkg/handler"
 
+	"github.com/dlgate/dlgate/gateway/problem"
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/storage"
 )
 
-// ProblemBase prefixes every problem type, as the gateway's do
-// (gateway.ProblemBase): one namespace for every admin API error.
-const ProblemBase = "https://dlgate.dev/problems/"
+// ProblemBase prefixes every problem type: the gateway's (problem.Base),
+// one namespace for every admin API error.
+const ProblemBase = problem.Base
 
 // The errors this package adds to tusd's, each with its tus error code,
 // message and status. tusd answers them (and its own) through
@@ -94,10 +95,10 @@ type problemBody struct {
 	RequestID string `json:"request_id,omitempty"`
 }
 
-// problem is the problem+json body for tus error code with message. The
+// problemFor is the problem+json body for tus error code with message. The
 // message of an internal error is never sent: tusd puts err.Error() there,
 // which can carry paths, hosts or SQL.
-func problem(code, message string, status int, requestID string) problemBody {
+func problemFor(code, message string, status int, requestID string) problemBody {
 	p, ok := problemOf[code]
 	if !ok {
 		p.typ = strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(code, "ERR_")), "_", "-")
@@ -200,7 +201,7 @@ func (w *problemWriter) finish() {
 	if !ok {
 		code, message = statusProblem[w.pending], ""
 	}
-	w.writeProblem(problem(code, message, w.pending, w.Header().Get("X-Request-Id")))
+	w.writeProblem(problemFor(code, message, w.pending, w.Header().Get("X-Request-Id")))
 }
 
 func (w *problemWriter) writeProblem(p problemBody) {
@@ -223,7 +224,7 @@ func (w *problemWriter) sendError(err error) {
 	if !errors.As(err, &he) {
 		he = errInternal
 	}
-	w.writeProblem(problem(he.ErrorCode, he.Message, he.HTTPResponse.StatusCode, w.Header().Get("X-Request-Id")))
+	w.writeProblem(problemFor(he.ErrorCode, he.Message, he.HTTPResponse.StatusCode, w.Header().Get("X-Request-Id")))
 }
 
 // httpDate is t as an HTTP date (RFC 9110 §5.6.7).

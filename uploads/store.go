@@ -20,6 +20,10 @@ var (
 	_ handler.TerminatableUpload  = (*upload)(nil)
 )
 
+// deleteTimeout bounds the deletion of a version that could not be
+// recorded, which runs even when the request's context is over.
+const deleteTimeout = 30 * time.Second
+
 // dataStore is tusd's data store over the store's resumable uploads and
 // the ledger: the ledger row is the upload, the store holds its bytes.
 type dataStore struct{ h *Handler }
@@ -187,7 +191,9 @@ func (u *upload) FinishUpload(ctx context.Context) error {
 	}
 	if err := h.cfg.Record(ctx, v); err != nil {
 		if d, ok := h.cfg.Store.(storage.Deleter); ok {
-			if derr := d.Delete(context.WithoutCancel(ctx), v); derr != nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
+			defer cancel()
+			if derr := d.Delete(dctx, v); derr != nil {
 				h.log.ErrorContext(ctx, "unrecorded upload left in the store", "key", v.Key, "version_id", v.VersionID, "err", derr)
 			}
 		}
