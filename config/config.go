@@ -45,6 +45,9 @@ const (
 	DefaultObjectRetention       = 168 * time.Hour
 	DefaultAuditRetention        = 8760 * time.Hour
 	DefaultWebhookMaxAge         = 72 * time.Hour
+	// DefaultUploadExpiry is GATEWAY_UPLOAD_EXPIRY's (SPEC §7), the
+	// uploads package's own default too (uploads.DefaultExpiry).
+	DefaultUploadExpiry = 24 * time.Hour
 	// DefaultSessionAffinity is GATEWAY_SESSION_AFFINITY's (SPEC §5).
 	DefaultSessionAffinity = "client"
 	// DefaultACMEDirectory is Let's Encrypt's production directory.
@@ -133,6 +136,10 @@ type Config struct {
 	// WebhookMaxAge is GATEWAY_WEBHOOK_MAX_AGE: how long an event is
 	// retried before it is given up.
 	WebhookMaxAge time.Duration
+	// UploadExpiry is GATEWAY_UPLOAD_EXPIRY: how long an unfinished
+	// resumable upload is kept after its creation or its last PATCH
+	// before its bytes are removed (SPEC §11).
+	UploadExpiry time.Duration
 
 	// PreviewAgents is GATEWAY_PREVIEW_AGENTS: a comma-separated list that
 	// replaces the built-in list of link-preview user agents; "none" means
@@ -196,6 +203,7 @@ func Default() *Config {
 		ObjectRetention:       DefaultObjectRetention,
 		AuditRetention:        DefaultAuditRetention,
 		WebhookMaxAge:         DefaultWebhookMaxAge,
+		UploadExpiry:          DefaultUploadExpiry,
 		StoreOpenTimeout:      DefaultStoreOpenTimeout,
 		StoreIdleTimeout:      DefaultStoreIdleTimeout,
 		PreviewDetails:        true,
@@ -468,6 +476,7 @@ func (c *Config) Validate() error {
 		{"STORE_OPEN_TIMEOUT", c.StoreOpenTimeout},
 		{"STORE_IDLE_TIMEOUT", c.StoreIdleTimeout},
 		{"WEBHOOK_MAX_AGE", c.WebhookMaxAge},
+		{"UPLOAD_EXPIRY", c.UploadExpiry},
 	} {
 		if d.d <= 0 {
 			return bad(d.name, "must be positive, got %v", d.d)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dlgate/dlgate/uploads"
 )
 
 // MustWriteFile writes content to name in a fresh temporary directory and
@@ -78,6 +80,8 @@ func TestLoadPrecedence(t *testing.T) {
 		{"BoolFlagFalseOverFile", []string{"--config", file, "--s3-path-style=false"}, nil, func(c *Config) any { return c.S3PathStyle }, false},
 		{"DurationFromFile", []string{"--config", file}, nil, func(c *Config) any { return c.ShutdownGrace }, time.Minute},
 		{"ObjectRetentionDefault", nil, nil, func(c *Config) any { return c.ObjectRetention }, 168 * time.Hour},
+		{"UploadExpiryDefault", nil, nil, func(c *Config) any { return c.UploadExpiry }, 24 * time.Hour},
+		{"UploadExpiryFlag", []string{"--upload-expiry", "36h"}, nil, func(c *Config) any { return c.UploadExpiry }, 36 * time.Hour},
 		{"AuditRetentionDefault", nil, nil, func(c *Config) any { return c.AuditRetention }, 8760 * time.Hour},
 		{"ObjectRetentionZeroKeepsForever", []string{"--object-retention", "0"}, nil, func(c *Config) any { return c.ObjectRetention }, time.Duration(0)},
 		{"AuditRetentionZeroKeepsForever", nil, map[string]string{"GATEWAY_AUDIT_RETENTION": "0s"}, func(c *Config) any { return c.AuditRetention }, time.Duration(0)},
@@ -156,6 +160,7 @@ var samples = map[string]string{
 	"WEBHOOK_URL":             "https://hooks.example.com/dlgate?channel=downloads",
 	"WEBHOOK_SECRET":          "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
 	"WEBHOOK_MAX_AGE":         "24h0m0s",
+	"UPLOAD_EXPIRY":           "12h0m0s",
 	"PREVIEW_AGENTS":          "Slackbot,ExampleUnfurler",
 	"PREVIEW_DETAILS":         "false",
 	"AUTH":                    "jwt",
@@ -285,6 +290,7 @@ func TestLoadValidationErrors(t *testing.T) {
 		{"WebhookSecretNotBase64", map[string]string{"GATEWAY_WEBHOOK_SECRET": "whsec_not base64!"}, `config: GATEWAY_WEBHOOK_SECRET: the part after whsec_ is not base64`},
 		{"WebhookSecretShort", map[string]string{"GATEWAY_WEBHOOK_SECRET": "whsec_c2hvcnQ="}, `config: GATEWAY_WEBHOOK_SECRET: must decode to 24 to 64 bytes, got 5`},
 		{"ZeroWebhookMaxAge", map[string]string{"GATEWAY_WEBHOOK_MAX_AGE": "0s"}, `config: GATEWAY_WEBHOOK_MAX_AGE: must be positive, got 0s`},
+		{"ZeroUploadExpiry", map[string]string{"GATEWAY_UPLOAD_EXPIRY": "0s"}, `config: GATEWAY_UPLOAD_EXPIRY: must be positive, got 0s`},
 		{"NegativeBudget", map[string]string{"GATEWAY_SESSION_BYTE_BUDGET": "-1"}, `config: GATEWAY_SESSION_BYTE_BUDGET: must be 0 (automatic) or positive, got -1`},
 		{"BudgetNotInteger", map[string]string{"GATEWAY_SESSION_BYTE_BUDGET": "1MiB"}, `config: GATEWAY_SESSION_BYTE_BUDGET: invalid integer "1MiB" (from the environment)`},
 		{"ZeroConcurrency", map[string]string{"GATEWAY_SESSION_MAX_CONCURRENCY": "0"}, `config: GATEWAY_SESSION_MAX_CONCURRENCY: must be at least 1, got 0`},
@@ -534,5 +540,12 @@ func TestDoubleDashNamesFlagsAsTheDocsDo(t *testing.T) {
 		if got := DoubleDash(errors.New(c.in)).Error(); got != c.want {
 			t.Errorf("DoubleDash(%q) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// The uploads package applies the same default when it is given none.
+func TestUploadExpiryDefaultIsTheUploadsPackages(t *testing.T) {
+	if DefaultUploadExpiry != uploads.DefaultExpiry {
+		t.Errorf("DefaultUploadExpiry = %v, uploads.DefaultExpiry = %v", DefaultUploadExpiry, uploads.DefaultExpiry)
 	}
 }

@@ -59,6 +59,7 @@ type fileConfig struct {
 	WebhookURL            fileValue `yaml:"webhook_url"`
 	WebhookSecret         fileValue `yaml:"webhook_secret"`
 	WebhookMaxAge         fileValue `yaml:"webhook_max_age"`
+	UploadExpiry          fileValue `yaml:"upload_expiry"`
 	PreviewAgents         fileValue `yaml:"preview_agents"`
 	PreviewDetails        fileValue `yaml:"preview_details"`
 	Auth                  fileValue `yaml:"auth"`

@@ -99,6 +99,70 @@ type Splicer interface {
 	SetReadDeadline(t time.Time) error
 }
 
+// Upload is a resumable upload in progress (Uploader): the object it
+// becomes and what the store holds of it so far. A caller keeps it between
+// requests where every process sees it (the gateway: in the ledger), and
+// hands the one it kept last to the next call, in whatever process that
+// call runs.
+type Upload struct {
+	// Bucket is the store's own name for the bucket: never "", once begun.
+	Bucket      string
+	Key         string
+	ContentType string
+	// Size is the object's length, declared when the upload began.
+	Size int64
+	// Offset is how many of its bytes the store holds.
+	Offset int64
+	// SHA256 is the state of the SHA-256 of those bytes, as crypto/sha256
+	// marshals it (encoding.BinaryMarshaler; see ResumeSHA256): the next
+	// append continues the whole object's digest from it, so every byte is
+	// hashed once, however many requests and processes the upload takes.
+	SHA256 []byte
+	// PartSize is the length whose multiples are the cheapest ends of an
+	// append: S3 sends whole parts and keeps bytes short of one as a
+	// temporary object until the next append. 0 when any end is as good.
+	PartSize int64
+	// State is the store's own (S3: the multipart upload id, each part's
+	// ETag and checksum, the temporary object; fs: the partial file and
+	// the MD5 of the ETag), opaque to the caller.
+	State []byte
+}
+
+// Uploader is an optional ability of a Store: an object written by
+// appends, across requests, restarts and processes, that becomes a
+// version exactly as Put would have stored it (resumable uploads, SPEC
+// §11). The caller runs one call at a time on an upload and keeps the
+// Upload each call returns; a call that fails changes nothing the caller
+// kept, so it can be made again from the same Upload.
+type Uploader interface {
+	// UploadBegin starts an upload of size bytes (size >= 0) into key
+	// (bucket "" means the store's default). Nothing is visible to
+	// readers until UploadFinish. Errors: ErrInvalidKey, ErrInvalid,
+	// ErrTimeout, ErrUnavailable.
+	UploadBegin(ctx context.Context, bucket, key string, size int64, contentType string) (Upload, error)
+	// UploadAppend appends body, read to its end, at u.Offset and returns
+	// u advanced past those bytes, with their SHA-256 in its digest
+	// state. Bytes a failed append may have left beyond u.Offset are not
+	// the upload's: the next append from u writes over them. Errors:
+	// ErrInvalid (body longer than what is left of u.Size, or u not an
+	// upload of this store), ErrNotFound (the upload is gone: finished or
+	// aborted), ErrChanged (what the store kept no longer matches u),
+	// ErrTimeout, ErrUnavailable; the body's own read error, wrapped.
+	UploadAppend(ctx context.Context, u Upload, body io.Reader) (Upload, error)
+	// UploadFinish makes a complete upload (u.Offset == u.Size) a new
+	// version of its key, as Put stores one (the same ETag, checksum and
+	// metadata), and returns it with the whole object's SHA-256 (from
+	// u.SHA256, never a second pass over the bytes). Errors: ErrInvalid
+	// (incomplete), ErrNotFound (the upload is gone), ErrChanged,
+	// ErrTimeout, ErrUnavailable.
+	UploadFinish(ctx context.Context, u Upload) (Version, error)
+	// UploadAbort removes all the store holds of an unfinished upload
+	// (S3: the multipart upload and every version of its temporary
+	// objects). Aborting an upload that is gone succeeds. Errors:
+	// ErrTimeout, ErrUnavailable.
+	UploadAbort(ctx context.Context, u Upload) error
+}
+
 // Pinger is an optional ability of a Store: a cheap reachability check for
 // readiness probes.
 type Pinger interface {

@@ -117,7 +117,8 @@ const createUsage = `Usage: gateway links create FILE_OR_KEY --downloads N --exp
 
 FILE_OR_KEY naming a local regular file uploads it first (key: its base name) and pins
 the link to the uploaded version; anything else is the key of an existing object.
-Prints the link URL.`
+The upload is resumable: interrupted (Ctrl-C, a dropped connection), the same command
+run again continues where the gateway stopped receiving. Prints the link URL.`
 
 func registerCreateFlags(fs *flag.FlagSet) createFlags {
 	return createFlags{
@@ -233,7 +234,7 @@ func (c *linksCommand) createLink(ctx context.Context, cl *client.Client, req cl
 		return cl.CreateLink(ctx, req)
 	}
 	path := req.Object.Key
-	obj, err := c.upload(ctx, cl, path)
+	obj, err := c.uploadFile(ctx, cl, path)
 	if err != nil {
 		return client.Link{}, err
 	}
@@ -290,7 +291,9 @@ func localFile(arg string) (bool, error) {
 	return fi.Mode().IsRegular(), nil
 }
 
-// upload streams the local file at path to the store under its base name.
+// upload streams the local file at path to the store under its base
+// name, in one PUT /v1/objects: for a gateway without resumable uploads
+// (uploadFile).
 func (c *linksCommand) upload(ctx context.Context, cl *client.Client, path string) (client.Object, error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -139,6 +139,10 @@ func TestLinksCreate(t *testing.T) {
 	createdAs := func(body string) seen {
 		return seen{Method: "POST", URI: "/v1/links", Auth: bearer, ContentType: "application/json", ContentLength: int64(len(body)), Body: body}
 	}
+	// The fake is a gateway without resumable uploads: it answers their
+	// creation 404, and the file goes in one PUT (upload_test.go has the
+	// gateway's tus endpoint).
+	tusProbe := seen{Method: "POST", URI: "/v1/uploads/", Auth: bearer}
 
 	tests := []struct {
 		name       string
@@ -174,6 +178,7 @@ func TestLinksCreate(t *testing.T) {
 			name: "LocalFileUploadedAndPinned",
 			args: []string{"--downloads", "3", hello, "--expires-in", "24h"},
 			want: []seen{
+				tusProbe,
 				{Method: "PUT", URI: "/v1/objects/hello.txt", Auth: bearer, ContentType: "text/plain; charset=utf-8", ContentLength: 13, Body: "hello, world\n"},
 				createdAs(`{"object":{"key":"hello.txt","bucket":"default","version_id":"v-7"},"downloads":3,"expires_in":86400,` +
 					`"filename":"hello.txt","delivery":"stream"}`),
@@ -184,6 +189,7 @@ func TestLinksCreate(t *testing.T) {
 			name: "LocalFileKeepsExplicitFilename",
 			args: []string{hello, "--downloads", "1", "--expires-in", "1h", "--filename", "greeting.txt"},
 			want: []seen{
+				tusProbe,
 				{Method: "PUT", URI: "/v1/objects/hello.txt", Auth: bearer, ContentType: "text/plain; charset=utf-8", ContentLength: 13, Body: "hello, world\n"},
 				createdAs(`{"object":{"key":"hello.txt","bucket":"default","version_id":"v-7"},"downloads":1,"expires_in":3600,` +
 					`"filename":"greeting.txt","delivery":"stream"}`),
@@ -194,6 +200,7 @@ func TestLinksCreate(t *testing.T) {
 			name: "UnknownExtensionIsOctetStream",
 			args: []string{noExt, "--downloads", "1", "--expires-in", "1h"},
 			want: []seen{
+				tusProbe,
 				{Method: "PUT", URI: "/v1/objects/README", Auth: bearer, ContentType: "application/octet-stream", ContentLength: 1, Body: "x"},
 				createdAs(`{"object":{"key":"README","bucket":"default","version_id":"v-7"},"downloads":1,"expires_in":3600,` +
 					`"filename":"README","delivery":"stream"}`),

@@ -59,6 +59,7 @@ func Exercise(t *testing.T, newLedger NewLedger) {
 	t.Run("ClientAffinity", func(t *testing.T) { exerciseClientAffinity(t, newLedger) })
 	t.Run("Objects", func(t *testing.T) { exerciseObjects(t, newLedger) })
 	t.Run("Digests", func(t *testing.T) { exerciseDigests(t, newLedger) })
+	t.Run("Uploads", func(t *testing.T) { exerciseUploads(t, newLedger) })
 	t.Run("Inputs", func(t *testing.T) { exerciseInputs(t, newLedger) })
 	t.Run("Keys", func(t *testing.T) { exerciseKeys(t, newLedger) })
 	t.Run("Console", func(t *testing.T) { exerciseConsole(t, newLedger) })

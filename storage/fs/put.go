@@ -72,6 +72,14 @@ func (s *Store) Put(ctx context.Context, bucket, key string, body io.Reader, siz
 	if err != nil {
 		return storage.Version{}, err
 	}
+	return s.publish(obj, vid, n, sums, contentType)
+}
+
+// publish writes the metadata of version vid of obj, whose data file of n
+// bytes with digests sums is in place, and makes it the current version;
+// when it fails, the version's files are removed. Put and UploadFinish
+// end with it.
+func (s *Store) publish(obj object, vid string, n int64, sums sums, contentType string) (storage.Version, error) {
 	m := meta{
 		Bucket:       obj.bucket,
 		Key:          obj.key,

@@ -63,14 +63,9 @@ func (s *Store) Put(ctx context.Context, bucket, key string, body io.Reader, siz
 		contentType = DefaultContentType
 	}
 	up := upload{s: s, bucket: bucket, key: key, contentType: contentType, digest: !s.noDigest}
-	partSize := s.partSize
+	partSize := s.partSizeFor(size)
 	if size >= 0 {
 		body = &exactReader{r: body, left: size, size: size}
-		if size > partSize*maxParts {
-			// Known to need more than S3's 10,000 parts: grow the parts
-			// (and this upload's buffer) just enough, in whole MiB.
-			partSize = ((size+maxParts-1)/maxParts + 1<<20 - 1) &^ (1<<20 - 1)
-		}
 	}
 	buf := s.buffer(partSize)
 	defer s.release(buf)
@@ -87,6 +82,16 @@ func (s *Store) Put(ctx context.Context, bucket, key string, body io.Reader, siz
 		return up.single(ctx, (*buf)[:n])
 	}
 	return up.multipart(ctx, body, *buf)
+}
+
+// partSizeFor is the part size of an upload of size bytes (-1: unknown):
+// the store's, unless size is known to need more than S3's 10,000 parts,
+// then just enough more (and so a buffer that large), in whole MiB.
+func (s *Store) partSizeFor(size int64) int64 {
+	if size > s.partSize*maxParts {
+		return ((size+maxParts-1)/maxParts + 1<<20 - 1) &^ (1<<20 - 1)
+	}
+	return s.partSize
 }
 
 func (s *Store) buffer(size int64) *[]byte {
@@ -210,30 +215,12 @@ func (u upload) parts(ctx context.Context, uploadID *string, body io.Reader, buf
 		if len(parts) == maxParts {
 			return storage.Version{}, fmt.Errorf("s3 put: body needs more than %d parts of %d bytes", maxParts, len(buf))
 		}
-		num := int32(len(parts) + 1)
 		part := buf[:n]
-		sum := sha256.Sum256(part)
-		checksum := base64.StdEncoding.EncodeToString(sum[:])
-		// The whole object's digest takes the part while the part goes
-		// out: hashing then costs the upload no time.
-		var wg sync.WaitGroup
-		if whole != nil {
-			wg.Go(func() { whole.Write(part) })
-		}
-		out, err := u.s.api.UploadPart(ctx, &s3.UploadPartInput{
-			Bucket:         aws.String(u.bucket),
-			Key:            aws.String(u.key),
-			UploadId:       uploadID,
-			PartNumber:     aws.Int32(num),
-			Body:           bytes.NewReader(part),
-			ContentLength:  aws.Int64(n),
-			ChecksumSHA256: aws.String(checksum),
-		}, withoutFlexibleChecksums, withPayloadHash(sum[:]))
-		wg.Wait() // before buf is read into again
+		cp, err := u.sendPart(ctx, uploadID, int32(len(parts)+1), part, part, whole)
 		if err != nil {
-			return storage.Version{}, putError("UploadPart", err)
+			return storage.Version{}, err
 		}
-		parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num), ChecksumSHA256: aws.String(checksum)})
+		parts = append(parts, cp)
 		total += n
 		if n < int64(len(buf)) {
 			break // a short read is the end of body
@@ -242,6 +229,44 @@ func (u upload) parts(ctx context.Context, uploadID *string, body io.Reader, buf
 			return storage.Version{}, err
 		}
 	}
+	v, err := u.complete(ctx, uploadID, parts, total)
+	if whole != nil {
+		v.SHA256 = hex.EncodeToString(whole.Sum(nil))
+	}
+	return v, err
+}
+
+// sendPart uploads data as part num of the multipart upload, with its
+// SHA-256 as its checksum, and returns what CompleteMultipartUpload names
+// it by. whole, when not nil, takes unseen (the part's bytes it has not
+// hashed yet: all of them in a Put) while the part goes out: hashing then
+// costs the upload no time.
+func (u upload) sendPart(ctx context.Context, uploadID *string, num int32, data, unseen []byte, whole hash.Hash) (types.CompletedPart, error) {
+	sum := sha256.Sum256(data)
+	checksum := base64.StdEncoding.EncodeToString(sum[:])
+	var wg sync.WaitGroup
+	if whole != nil && len(unseen) > 0 {
+		wg.Go(func() { whole.Write(unseen) })
+	}
+	out, err := u.s.api.UploadPart(ctx, &s3.UploadPartInput{
+		Bucket:         aws.String(u.bucket),
+		Key:            aws.String(u.key),
+		UploadId:       uploadID,
+		PartNumber:     aws.Int32(num),
+		Body:           bytes.NewReader(data),
+		ContentLength:  aws.Int64(int64(len(data))),
+		ChecksumSHA256: aws.String(checksum),
+	}, withoutFlexibleChecksums, withPayloadHash(sum[:]))
+	wg.Wait() // before the caller reads into data again
+	if err != nil {
+		return types.CompletedPart{}, putError("UploadPart", err)
+	}
+	return types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num), ChecksumSHA256: aws.String(checksum)}, nil
+}
+
+// complete makes the multipart upload's parts, total bytes in all, the
+// new version of the key.
+func (u upload) complete(ctx context.Context, uploadID *string, parts []types.CompletedPart, total int64) (storage.Version, error) {
 	out, err := u.s.api.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 		Bucket:          aws.String(u.bucket),
 		Key:             aws.String(u.key),
@@ -251,11 +276,7 @@ func (u upload) parts(ctx context.Context, uploadID *string, body io.Reader, buf
 	if err != nil {
 		return storage.Version{}, putError("CompleteMultipartUpload", err)
 	}
-	v, err := u.version(out.VersionId, out.ETag, total)
-	if whole != nil {
-		v.SHA256 = hex.EncodeToString(whole.Sum(nil))
-	}
-	return v, err
+	return u.version(out.VersionId, out.ETag, total)
 }
 
 // abort discards the parts of a failed upload, which S3 would otherwise
