@@ -45,8 +45,10 @@ var errNoTCPInfo = errors.New("gateway: kernel too old for tcpi_bytes_acked and 
 // send queue (SIOCOUTQ, write_seq − snd_una). Acknowledgements arriving
 // between the two only move bytes from the queue to the acknowledged
 // count, so written can come out low, never high: a response's start
-// read too early charges more, never less. Both stay valid after a
-// reset, which frees the queue but leaves the sequence numbers.
+// read too early charges more, never less, and counts fewer of its bytes
+// acknowledged, never more. acked is tcpi_bytes_acked as TCP_INFO read
+// it, so it never runs ahead of written. Both stay valid after a reset,
+// which frees the queue but leaves the sequence numbers.
 func readStream(rc syscall.RawConn) (tcpStream, error) {
 	if !tcpInfoUsable() {
 		return tcpStream{}, errNoTCPInfo
@@ -67,9 +69,11 @@ func readStream(rc syscall.RawConn) (tcpStream, error) {
 	if err != nil {
 		return tcpStream{}, err
 	}
-	written := int64(info.Bytes_acked) + int64(outq)
+	acked := int64(info.Bytes_acked)
+	written := acked + int64(outq)
 	return tcpStream{
 		written:     written,
+		acked:       acked,
 		transmitted: written - int64(min(int64(info.Notsent_bytes), int64(outq))),
 		reset:       info.State == tcpClose,
 		peerClosed:  info.State == tcpCloseWait,
