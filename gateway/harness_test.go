@@ -231,7 +231,9 @@ type linkJSON struct {
 	Object         objectJSON     `json:"object"`
 	Session        sessionParams  `json:"session"`
 	Grants         map[string]int `json:"grants"`
+	Deliveries     map[string]int `json:"deliveries"`
 	ActiveSessions *int           `json:"active_sessions"`
+	Retries        int            `json:"retries"`
 }
 
 type sessionParams struct {

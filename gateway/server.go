@@ -174,7 +174,7 @@ func New(opts Options) (*Server, error) {
 		OpenTimeout: opts.StoreOpenTimeout, IdleTimeout: opts.StoreIdleTimeout, Now: opts.Now})
 	s := &Server{Options: opts, log: log, metrics: m, keys: keys, warm: w, objects: opts.Ledger, upkeep: opts.Ledger}
 	s.public = public.New(public.Config{
-		Claims: opts.Ledger, Warm: w, Pipeline: pipeline, Keys: keys, Auth: opts.Auth, Previews: opts.Previews,
+		Claims: opts.Ledger, Deliveries: opts.Ledger, Warm: w, Pipeline: pipeline, Keys: keys, Auth: opts.Auth, Previews: opts.Previews,
 		Log: log, Metrics: m, PublicURL: opts.PublicURL, Defaults: opts.Defaults, Affinity: opts.Affinity,
 		HidePreviewDetails: opts.HidePreviewDetails, ClientAddr: opts.ClientAddr, RefusalHold: opts.RefusalHold, Now: opts.Now,
 	})

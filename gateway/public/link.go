@@ -137,7 +137,7 @@ func (h *Handler) claimLink(w http.ResponseWriter, r *http.Request, c *call) err
 		return about(err, attrs...)
 	case o.Grant != nil:
 		h.Metrics.Claims.WithLabelValues(ledger.KindStream, "granted").Inc()
-		h.stream(w, r, o.Link, o.Grant)
+		h.stream(w, r, c, o.Link, o.Grant, 1, h.retrier(c, o.Link))
 		return nil
 	case admit(c, o.Link) != nil:
 		// An anonymous caller of an account-bound link: 401 (SPEC §3

@@ -32,14 +32,17 @@ type PreviewDetector interface {
 // Config is what the public routes need; every field is required (the
 // gateway applies its Options' defaults once, in gateway.New).
 type Config struct {
-	Claims   ledger.Claims
-	Warm     *warm.Sessions
-	Pipeline *deliver.Pipeline
-	Keys     *token.Keys
-	Auth     auth.Authenticator
-	Previews PreviewDetector
-	Log      *slog.Logger
-	Metrics  *metrics.Metrics
+	Claims ledger.Claims
+	// Deliveries records what stream downloads delivered and serves the
+	// retries of interrupted ones (SPEC §1).
+	Deliveries ledger.Deliveries
+	Warm       *warm.Sessions
+	Pipeline   *deliver.Pipeline
+	Keys       *token.Keys
+	Auth       auth.Authenticator
+	Previews   PreviewDetector
+	Log        *slog.Logger
+	Metrics    *metrics.Metrics
 	// PublicURL is the base of session URLs, without a trailing slash.
 	PublicURL string
 	// Defaults are the gateway-wide session defaults (SPEC §4).
