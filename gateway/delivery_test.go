@@ -1,9 +1,13 @@
 package gateway_test
 
 import (
+	"fmt"
 	"net/http"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/dlgate/dlgate/gateway/warm"
 )
 
 // grantJSON is a grant as GET /v1/links/{id}/grants shows it.
@@ -169,4 +173,75 @@ func mustReceiveBuffer(tb testing.TB, c interface {
 		tb.Fatal(serr)
 	}
 	return int64(n)
+}
+
+func TestASessionsGrantCoversTheRangesItsClientsAcknowledged(t *testing.T) {
+	h := MustHarness(t)
+	const size = 1 << 20
+	data := testData(size)
+	l := h.MustObjectLink(t, "covered.bin", data, map[string]any{"delivery": "session"})
+	x := h.MustMint(t, l)
+	on, wait := connAware(t, h)
+	get := func(ranges string) {
+		t.Helper()
+		resp, body := h.Do(t, http.MethodGet, on(x.SessionURL), http.Header{"Range": {"bytes=" + ranges}})
+		if resp.StatusCode != http.StatusPartialContent || len(body) == 0 {
+			t.Fatalf("GET bytes=%s = %d", ranges, resp.StatusCode)
+		}
+	}
+	// A quarter, then two eighths in one multipart answer (its framing
+	// is not the object's).
+	get("0-262143")
+	get("262144-393215,524288-655359")
+	wait()
+	h.Server.Flush() // as the idle second does: the process reports what it gathered
+	d := h.mustOnlyGrant(t, l.ID).Delivery
+	if d.Status != "partial" || d.BytesAcked != size/2 || d.Coverage != 0.5 || !d.Measured || d.DeliveredAt != nil {
+		t.Errorf("after half the file in three ranges: delivery %+v, want partial, %d bytes, coverage 0.5, measured", d, size/2)
+	}
+	// The rest, one range closed and one open-ended.
+	get("393216-524287")
+	get("655360-")
+	wait()
+	h.Server.Flush()
+	d = h.mustOnlyGrant(t, l.ID).Delivery
+	if d.Status != "complete" || d.BytesAcked != size || d.Coverage != 1 || !d.Measured || d.DeliveredAt == nil || d.Attempts != 1 {
+		t.Errorf("after every byte: delivery %+v, want complete, measured, delivered_at set", d)
+	}
+	if st := h.MustShowLink(t, l.ID); st.Deliveries["complete"] != 1 {
+		t.Errorf("the link's deliveries = %v, want 1 complete", st.Deliveries)
+	}
+	line := lastAccessLine(t, h, "session", http.MethodGet, http.StatusPartialContent)
+	if line["delivery"] != "complete" || line["bytes_acked"] != float64(size-655360) {
+		t.Errorf("the last range's access line = %v, want delivery=complete bytes_acked=%d (that response's)", line, size-655360)
+	}
+}
+
+func TestASessionsRangesAreReportedWithItsBudgetReturnsNotOnePerRange(t *testing.T) {
+	h := MustHarness(t)
+	const size, part, n = 8 << 20, 64 << 10, 100
+	data := testData(size)
+	l := h.MustObjectLink(t, "reported.bin", data, map[string]any{"delivery": "session"})
+	x := h.MustMint(t, l)
+	start := time.Now()
+	for i := range n {
+		off := i * part
+		if resp, _ := h.Do(t, http.MethodGet, x.SessionURL, http.Header{"Range": {fmt.Sprintf("bytes=%d-%d", off, off+part-1)}}); resp.StatusCode != http.StatusPartialContent {
+			t.Fatalf("range %d = %d", i, resp.StatusCode)
+		}
+	}
+	h.WaitIdle()
+	took := time.Since(start)
+	reports := h.Ledger.Calls("SessionDeliveryRecord")
+	// At most one report a second while requests run, the first at once;
+	// the rest waits for the idle second.
+	if most := 1 + int(took/warm.DefaultReportEvery); reports > most {
+		t.Errorf("%d ranges in %v made %d delivery reports, want at most %d: one a second", n, took, reports, most)
+	}
+	h.Server.Flush()
+	d := h.mustOnlyGrant(t, l.ID).Delivery
+	if d.BytesAcked != n*part || d.Status != "partial" {
+		t.Errorf("delivery = %+v after %d ranges from byte 0, want %d bytes, partial", d, n, n*part)
+	}
+	t.Logf("%d back-to-back 64 KiB ranges in %v: %d delivery reports before the flush", n, took.Round(time.Millisecond), reports)
 }

@@ -166,7 +166,7 @@ func New(opts Options) (*Server, error) {
 	m := metrics.New(opts.Version)
 	keys := token.NewKeys(opts.Secret, opts.SecretPrevious...)
 	w := warm.New(warm.Config{
-		Rows: opts.Ledger, Budget: opts.Ledger, Slots: opts.Ledger, Log: log, Now: opts.Now, Drew: m.BudgetDraw.Inc,
+		Rows: opts.Ledger, Budget: opts.Ledger, Slots: opts.Ledger, Reports: opts.Ledger, Log: log, Now: opts.Now, Drew: m.BudgetDraw.Inc,
 		RowTTL: opts.WarmRowTTL, Idle: opts.WarmIdle, Lease: opts.SlotLease, Keep: opts.WarmBudget,
 		SlotIdle: opts.SlotIdle, SlotWait: opts.SlotWait, Chunk: opts.Chunk,
 	})
