@@ -8,30 +8,33 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/dlgate/dlgate/internal/testenv"
 	"github.com/dlgate/dlgate/storage"
 	"github.com/dlgate/dlgate/storage/s3"
 	"github.com/dlgate/dlgate/storage/storagetest"
 )
 
 func TestDeleteOfANullVersionRefusesAReplacedObject(t *testing.T) {
-	st, bucket := MustStore(t, false)
-	first := storagetest.MustPut(t, st, bucket, "k", []byte("first"), "")
-	second := storagetest.MustPut(t, st, bucket, "k", []byte("other"), "")
-	if first.VersionID != "null" || second.VersionID != "null" {
-		t.Fatalf("versions on a bucket without versioning: %q, %q; want null", first.VersionID, second.VersionID)
-	}
-	if err := st.Delete(t.Context(), first); !errors.Is(err, storage.ErrChanged) {
-		t.Fatalf("Delete(replaced null version) = %v, want ErrChanged", err)
-	}
-	if b := storagetest.MustRead(t, st, second, 0, second.Size); string(b) != "other" {
-		t.Fatalf("the object written over it reads %q after the refused deletion", b)
-	}
-	if err := st.Delete(t.Context(), second); err != nil {
-		t.Fatalf("Delete(current null version) = %v", err)
-	}
-	if _, err := st.Stat(t.Context(), storage.Ref{Bucket: bucket, Key: "k"}); !errors.Is(err, storage.ErrNotFound) {
-		t.Fatalf("Stat after deleting the null version = %v, want ErrNotFound", err)
-	}
+	eachServer(t, func(t *testing.T, env *testenv.S3) {
+		st, bucket := MustStore(t, env, false)
+		first := storagetest.MustPut(t, st, bucket, "k", []byte("first"), "")
+		second := storagetest.MustPut(t, st, bucket, "k", []byte("other"), "")
+		if first.VersionID != "null" || second.VersionID != "null" {
+			t.Fatalf("versions on a bucket without versioning: %q, %q; want null", first.VersionID, second.VersionID)
+		}
+		if err := st.Delete(t.Context(), first); !errors.Is(err, storage.ErrChanged) {
+			t.Fatalf("Delete(replaced null version) = %v, want ErrChanged", err)
+		}
+		if b := storagetest.MustRead(t, st, second, 0, second.Size); string(b) != "other" {
+			t.Fatalf("the object written over it reads %q after the refused deletion", b)
+		}
+		if err := st.Delete(t.Context(), second); err != nil {
+			t.Fatalf("Delete(current null version) = %v", err)
+		}
+		if _, err := st.Stat(t.Context(), storage.Ref{Bucket: bucket, Key: "k"}); !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("Stat after deleting the null version = %v, want ErrNotFound", err)
+		}
+	})
 }
 
 func TestDeleteNamesTheVersionAndChecksItFirst(t *testing.T) {
