@@ -64,10 +64,10 @@ func (s *Store) Delete(ctx context.Context, v storage.Version) error {
 // without versioning, or one stored before versioning was enabled on its
 // bucket (or while it was suspended). As for reads, no VersionId is sent
 // at first, since not every S3-compatible server takes "null" for one
-// (versitygw finds nothing by it), and the HEAD carries If-Match v's
-// ETag, so an object written over v since is refused (ErrChanged) rather
-// than deleted in v's place; only an overwrite in the instant between
-// the two requests could still be lost.
+// (versitygw does not for a current null version), and the HEAD carries
+// If-Match v's ETag, so an object written over v since is refused
+// (ErrChanged) rather than deleted in v's place; only an overwrite in the
+// instant between the two requests could still be lost.
 //
 // In a bucket that has versioning now, a DeleteObject without VersionId
 // deletes nothing: it hides the current version behind a new delete
@@ -76,10 +76,10 @@ func (s *Store) Delete(ctx context.Context, v storage.Version) error {
 // versions the bucket knows, and the marker is deleted again, so that the
 // key is left as it was without v. When another version is current, v
 // can only be in the key's history, which only its name reaches: a HEAD
-// of VersionId "null" with If-Match finds it (S3, SeaweedFS), and
-// otherwise the first answer stands (ErrChanged, or ErrNotFound when the
-// current version is a real one; versitygw, which finds nothing by
-// "null").
+// of VersionId "null" with If-Match finds it there (S3, SeaweedFS, and
+// versitygw, which moved it among its versions), and otherwise the first
+// answer stands (ErrChanged, or ErrNotFound when the current version is a
+// real one).
 func (s *Store) deleteNull(ctx context.Context, api deleteAPI, bucket string, v storage.Version) error {
 	head := &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(v.Key)}
 	if v.ETag != "" {

@@ -127,9 +127,9 @@ func TestDeleteOfANullVersionHiddenBehindADeleteMarkerDeletesBoth(t *testing.T) 
 // A bucket whose versioning was enabled after the gateway stored a version
 // there ("null"): deleting that version deletes it, whether it is still
 // the current one or a newer version was put since, and leaves no delete
-// marker behind. A server that cannot name the null version once it is
-// no longer current (versitygw) answers ErrNotFound, and then keeps
-// everything as it was.
+// marker behind. A server that could not name the null version once it
+// is no longer current would answer ErrNotFound, and keep everything as
+// it was (versitygw and SeaweedFS both can).
 func TestDeleteOfANullVersionStoredBeforeVersioningRemovesIt(t *testing.T) {
 	eachServer(t, func(t *testing.T, env *testenv.S3) {
 		c := env.Client()
