@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
-const whatSeaweedFS = "SeaweedFS (weed, built into ./bin by `make deps`)"
+const whatSeaweedFS = "SeaweedFS (weed, built into ./bin by `make test-seaweedfs` or `WITH_SEAWEEDFS=1 make deps`, not by `make test`)"
 
 // weedStartTimeout bounds the start of a whole cluster, every process in
 // turn; a start on an idle machine takes a few seconds.
