@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/sessions"
 )
 
 // Function-field fakes of the ledger parts warm sessions use.
@@ -60,7 +61,8 @@ func (b *budgetBook) ledger(gate <-chan struct{}) *fakeWarmLedger {
 
 func newTestWarm(l *fakeWarmLedger, keep int64) *Sessions {
 	return New(Config{Rows: l, Budget: l, Slots: l,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), RowTTL: time.Second, Idle: time.Hour, Lease: time.Minute, Keep: keep})
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), RowTTL: time.Second, Idle: time.Hour, Lease: time.Minute, Keep: keep,
+		SlotIdle: DefaultSlotIdle, SlotWait: DefaultSlotWait, Chunk: sessions.DefaultChunk})
 }
 
 var warmRow = &ledger.Session{ID: "s1", LinkID: "l1", TokenHash: []byte("h1"), ByteBudget: 1 << 40, MaxConcurrency: 64}
