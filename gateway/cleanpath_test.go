@@ -243,7 +243,7 @@ func TestOptionsAsteriskIsTheGatewaysAnswer(t *testing.T) {
 		allow string
 	}{
 		{"public", h.Server.PublicHandler(), "GET, HEAD, POST"},
-		{"admin", h.Server.AdminHandler(), "GET, HEAD, POST, PUT, DELETE"},
+		{"admin", h.Server.AdminHandler(), "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"}, // PATCH and OPTIONS: tus at /v1/uploads/
 	} {
 		rec := httptest.NewRecorder()
 		c.h.ServeHTTP(rec, httptest.NewRequest(http.MethodOptions, "*", nil))

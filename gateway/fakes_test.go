@@ -219,10 +219,28 @@ type fakeStore struct {
 }
 
 var (
-	_ storage.Store   = (*fakeStore)(nil)
-	_ storage.Pinger  = (*fakeStore)(nil)
-	_ storage.Deleter = (*fakeStore)(nil)
+	_ storage.Store    = (*fakeStore)(nil)
+	_ storage.Pinger   = (*fakeStore)(nil)
+	_ storage.Deleter  = (*fakeStore)(nil)
+	_ storage.Uploader = (*fakeStore)(nil)
 )
+
+// The resumable uploads of the store below, unchanged.
+func (f *fakeStore) UploadBegin(ctx context.Context, bucket, key string, size int64, contentType string) (storage.Upload, error) {
+	return f.Store.(storage.Uploader).UploadBegin(ctx, bucket, key, size, contentType)
+}
+
+func (f *fakeStore) UploadAppend(ctx context.Context, u storage.Upload, body io.Reader) (storage.Upload, error) {
+	return f.Store.(storage.Uploader).UploadAppend(ctx, u, body)
+}
+
+func (f *fakeStore) UploadFinish(ctx context.Context, u storage.Upload) (storage.Version, error) {
+	return f.Store.(storage.Uploader).UploadFinish(ctx, u)
+}
+
+func (f *fakeStore) UploadAbort(ctx context.Context, u storage.Upload) error {
+	return f.Store.(storage.Uploader).UploadAbort(ctx, u)
+}
 
 func (f *fakeStore) Delete(ctx context.Context, v storage.Version) error {
 	if f.DeleteFunc != nil {

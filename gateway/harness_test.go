@@ -84,6 +84,7 @@ func MustHarness(tb testing.TB, configure ...func(*gateway.Options)) *Harness {
 	h.Public = httptest.NewUnstartedServer(nil)
 	opts := gateway.Options{
 		Ledger:     h.Ledger,
+		Uploads:    db,
 		Store:      h.Store,
 		Secret:     testSecret,
 		PublicURL:  "http://" + h.Public.Listener.Addr().String(),

@@ -202,7 +202,7 @@ func (s *Server) forgedTokens(next http.Handler) http.Handler {
 // allowed lists the methods some route of r accepts for req's path.
 func allowed(r *mux.Router, req *http.Request) string {
 	var list string
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
+	for _, m := range allMethods {
 		probe := req.Clone(req.Context())
 		probe.Method = m
 		var match mux.RouteMatch
@@ -333,10 +333,14 @@ func cleanPath(p string) bool {
 	return true
 }
 
+// allMethods are the methods some route may take, in the order Allow
+// lists them.
+var allMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions}
+
 // tableMethods lists the methods of a route table, for OPTIONS *.
 func tableMethods(routes []route) string {
 	var list []string
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
+	for _, m := range allMethods {
 		if slices.ContainsFunc(routes, func(rt route) bool { return slices.Contains(rt.methods, m) }) {
 			list = append(list, m)
 		}

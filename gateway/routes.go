@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dlgate/dlgate/gateway/httpx"
+	"github.com/dlgate/dlgate/gateway/problem"
 	"github.com/dlgate/dlgate/token"
 )
 
@@ -82,6 +83,10 @@ func (s *Server) adminRoutes() []route {
 		{name: "admin_sessions_revoke", pattern: "/v1/sessions/{id}", methods: del, h: http.HandlerFunc(a.RevokeSession), scope: scopeSessionsWrite},
 		{name: "admin_objects_put", pattern: "/v1/objects/{key:.+}", methods: put, h: http.HandlerFunc(a.PutObject), scope: scopeObjectsWrite, ownPath: true},
 		{name: "admin_objects_delete", pattern: "/v1/objects/{key:.+}", methods: del, h: http.HandlerFunc(a.DeleteObject), scope: scopeObjectsDelete, ownPath: true},
+		// tus 1.0 (SPEC §11): creation at the collection, the rest at an
+		// upload's URL.
+		{name: "admin_uploads", pattern: "/v1/uploads/", methods: []string{http.MethodPost, http.MethodOptions}, h: s.uploadsHandler(), scope: scopeObjectsWrite},
+		{name: "admin_uploads", pattern: "/v1/uploads/{id}", methods: []string{http.MethodHead, http.MethodPatch, http.MethodDelete, http.MethodGet}, h: s.uploadsHandler(), scope: scopeObjectsWrite},
 		{name: "healthz", pattern: "/healthz", methods: getHead, h: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 		}), scope: scopeOpen},
@@ -101,12 +106,23 @@ func (s *Server) guarded(routes []route) []route {
 		if rt.scope != scopeOpen {
 			rt.h = s.admin.RequireAdmin(rt.h)
 		}
-		if rt.name == "admin_objects_put" {
+		if rt.name == "admin_objects_put" || rt.name == "admin_uploads" {
 			rt.h = s.idleUpload(rt.h)
 		}
 		routes[i] = rt
 	}
 	return routes
+}
+
+// uploadsHandler is the tus handler, or 501 when the store or the ledger
+// cannot keep resumable uploads.
+func (s *Server) uploadsHandler() http.Handler {
+	if s.uploads == nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			problem.Write(w, r, problem.UploadsUnsupported, "")
+		})
+	}
+	return s.uploads
 }
 
 // PublicHandler returns the handler for GATEWAY_LISTEN.

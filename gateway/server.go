@@ -33,6 +33,7 @@ import (
 	"github.com/dlgate/dlgate/sessions"
 	"github.com/dlgate/dlgate/storage"
 	"github.com/dlgate/dlgate/token"
+	"github.com/dlgate/dlgate/uploads"
 )
 
 // Options configure a Server. Ledger, Store, Secret and PublicURL are
@@ -121,6 +122,17 @@ type Options struct {
 	// least twice SlotIdle).
 	SlotIdle time.Duration
 	SlotWait time.Duration
+	// Uploads keeps the resumable uploads of /v1/uploads/ (SPEC §11); nil
+	// takes Ledger when it implements ledger.Uploads. Without either the
+	// route answers 501 delete-unsupported's sibling, uploads-unsupported.
+	Uploads ledger.Uploads
+	// UploadExpiry is GATEWAY_UPLOAD_EXPIRY: how long an unfinished
+	// upload lives after its creation or its last PATCH.
+	UploadExpiry time.Duration
+	// UploadLockWait is how long a tus request waits for an upload that
+	// another request holds before its 423 (0: the uploads package's
+	// default, uploads.DefaultLockWait).
+	UploadLockWait time.Duration
 	// RefusalHold is how long the 429 of a client throttled for its
 	// refusals is held before it is sent (refusals.go; default
 	// DefaultRefusalHold, negative sends it at once).
@@ -130,12 +142,15 @@ type Options struct {
 // Server serves the public and admin routes.
 type Server struct {
 	Options
-	log      *slog.Logger
-	metrics  *metrics.Metrics
-	keys     *token.Keys
-	warm     *warm.Sessions
-	public   *public.Handler
-	admin    *admin.Handler
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	keys    *token.Keys
+	warm    *warm.Sessions
+	public  *public.Handler
+	admin   *admin.Handler
+	// uploads serves /v1/uploads/ (tus), nil when the store or the ledger
+	// cannot keep resumable uploads.
+	uploads  *uploads.Handler
 	draining atomic.Bool
 	// objects is the object lifecycle the retention runs (upkeep.go);
 	// upkeep the sweeper and the readiness probe.
@@ -182,8 +197,28 @@ func New(opts Options) (*Server, error) {
 		Admin: opts.Ledger, Objects: opts.Ledger, Store: opts.Store, Keys: keys, Warm: w, Log: log,
 		PublicURL: opts.PublicURL, AdminToken: opts.AdminToken, Defaults: opts.Defaults, Now: opts.Now,
 	})
+	if opts.Uploads == nil {
+		opts.Uploads, _ = opts.Ledger.(ledger.Uploads)
+	}
+	if _, ok := opts.Store.(storage.Uploader); ok && opts.Uploads != nil {
+		u, err := uploads.New(uploads.Config{Store: opts.Store, Ledger: opts.Uploads, BasePath: uploadsPath,
+			Expiry: opts.UploadExpiry, LockWait: opts.UploadLockWait, Logger: log,
+			// Stored exactly as PUT /v1/objects stores a version: recorded
+			// (with the audit entry of the request's actor) or deleted again.
+			Record: func(ctx context.Context, v storage.Version) error {
+				return opts.Ledger.ObjectRecord(ctx, ledger.Object{Bucket: v.Bucket, Key: v.Key, VersionID: v.VersionID,
+					Size: v.Size, ETag: v.ETag, ContentType: v.ContentType, SHA256: v.SHA256})
+			}})
+		if err != nil {
+			return nil, err
+		}
+		s.uploads = u
+	}
 	return s, nil
 }
+
+// uploadsPath is where resumable uploads are served (SPEC §11).
+const uploadsPath = "/v1/uploads/"
 
 // withDefaults returns o with the default of every option left zero: the
 // one place the gateway's defaults are applied (the configurable ones are
@@ -219,6 +254,7 @@ func (o Options) withDefaults() Options {
 		{&o.BodyTimeout, config.DefaultBodyTimeout},
 		{&o.UploadIdleTimeout, DefaultUploadIdleTimeout},
 		{&o.ReadyTimeout, DefaultReadyTimeout},
+		{&o.UploadExpiry, config.DefaultUploadExpiry},
 		{&o.WarmIdle, warm.DefaultWarmIdle},
 		{&o.WarmRowTTL, warm.DefaultWarmRowTTL},
 		{&o.SlotIdle, warm.DefaultSlotIdle},

@@ -145,6 +145,13 @@ func (s *Server) RunSweeper(ctx context.Context, interval time.Duration) {
 			}
 		}
 		s.Retain(ctx)
+		if s.uploads != nil {
+			res, err := s.uploads.Sweep(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.log.WarnContext(ctx, "sweeping uploads failed", "err", err)
+			}
+			s.metrics.Swept.WithLabelValues("uploads_expired").Add(float64(res.Expired))
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -5,13 +5,21 @@
 #     mariadb-client, aria2, curl, wget, lftp, axel, wget2, pebble, chromium — as root only; otherwise it lists
 #     what is missing and goes on (tests then skip, or fail under
 #     GATEWAY_TEST_STRICT=1);
-#   - versitygw (S3 server with versioning) into ./bin with `go install`.
+#   - versitygw (S3 server with versioning) into ./bin with `go install`;
+#   - with WITH_SEAWEEDFS=1 only, SeaweedFS's weed (a distributed S3 server
+#     for the storage suite, `make test-seaweedfs`) into ./bin, built in its
+#     module's copy (see below): about 1,000 CPU-seconds from a cold module
+#     cache, too long for every `make deps`.
 # Tests start private servers; the Debian MariaDB service is never used.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 
 VERSITYGW_VERSION="${VERSITYGW_VERSION:-v1.8.0}"
+# SeaweedFS 4.53. Its releases are tagged "4.53", which is not a Go module
+# version, so the module proxy serves them as pseudo-versions of their
+# commits: this one's weed/util/version says 4.53.
+SEAWEEDFS_VERSION="${SEAWEEDFS_VERSION:-v0.0.0-20261109003541-7506e5f91cd6}"
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }
 
@@ -98,6 +106,36 @@ else
 	log "installing versitygw ${VERSITYGW_VERSION} into ./bin (takes a few minutes)"
 	mkdir -p bin
 	GOBIN="$PWD/bin" go install "github.com/versity/versitygw/cmd/versitygw@${VERSITYGW_VERSION}"
+fi
+
+# weed: rebuilt when missing or of another version. `go install` refuses a
+# module whose go.mod has replace directives, as SeaweedFS's has, so weed is
+# built inside the module's (read-only) copy in the module cache, which
+# honours them. The build stamps the module version into weed's commit
+# string, which `weed version` prints and the check above reads.
+weed=bin/weed
+if [ "${WITH_SEAWEEDFS:-0}" != 1 ]; then
+	:
+elif [ -x "$weed" ] && "$weed" version 2>/dev/null | grep -Fq " ${SEAWEEDFS_VERSION} "; then
+	:
+else
+	if ! have go; then
+		log "go is not on PATH; cannot build SeaweedFS ${SEAWEEDFS_VERSION}"
+		exit 1
+	fi
+	log "building SeaweedFS ${SEAWEEDFS_VERSION} (weed) into ./bin (about 1,000 CPU-seconds: 9 minutes or more on 2 cores)"
+	mod="$(GOFLAGS= go mod download -json "github.com/seaweedfs/seaweedfs@${SEAWEEDFS_VERSION}")" || true
+	dir="$(printf '%s\n' "$mod" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+	if [ -z "$dir" ] || [ ! -d "$dir/weed" ]; then
+		log "go mod download github.com/seaweedfs/seaweedfs@${SEAWEEDFS_VERSION} failed:"
+		printf '%s\n' "$mod" >&2
+		exit 1
+	fi
+	mkdir -p bin
+	(cd "$dir" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 go build -trimpath \
+		-ldflags "-s -w -X github.com/seaweedfs/seaweedfs/weed/util/version.COMMIT=${SEAWEEDFS_VERSION}" \
+		-o "$OLDPWD/bin/weed.new" ./weed)
+	mv bin/weed.new "$weed"
 fi
 
 log "ok"

@@ -103,7 +103,7 @@ func TestOptionsAsteriskIsAnsweredByTheGatewayOnBothListeners(t *testing.T) {
 	}{
 		{"public", public, "GET, HEAD, POST", map[string]string{
 			"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}},
-		{"admin", admin, "GET, HEAD, POST, PUT, DELETE", nil},
+		{"admin", admin, "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS", nil},
 	} {
 		resp := rawRequest(t, c.addr, "OPTIONS * HTTP/1.1\r\nHost: "+c.addr+"\r\nConnection: close\r\n\r\n")
 		if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Allow") != c.allow {

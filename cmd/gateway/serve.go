@@ -356,6 +356,8 @@ func gatewayOptions(cfg *config.Config, db *sqlcore.DB, store storage.Store, log
 		BodyTimeout: cfg.BodyTimeout,
 		// What the sweeper deletes, and when (SPEC §6).
 		ObjectRetention: cfg.ObjectRetention, AuditRetention: cfg.AuditRetention,
+		// Unfinished resumable uploads (SPEC §11).
+		UploadExpiry: cfg.UploadExpiry,
 	}
 }
 

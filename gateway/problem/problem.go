@@ -105,6 +105,8 @@ var (
 	ObjectDeleted = Problem{http.StatusConflict, "object-deleted",
 		"The object version is deleted or being deleted; no link can pin it", ""}
 	DeleteUnsupported = Problem{http.StatusNotImplemented, "delete-unsupported", "The object store cannot delete", ""}
+	// The store or the ledger cannot keep resumable uploads (SPEC §11).
+	UploadsUnsupported = Problem{http.StatusNotImplemented, "uploads-unsupported", "The object store cannot take resumable uploads", ""}
 )
 
 // errorTable maps domain errors to answers, first match wins. Refusals

@@ -26,21 +26,40 @@ func (s *S3) Freeze(tb testing.TB) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	freeze(tb, s.proc.Proc, "versitygw")
 	tb.Cleanup(s.Thaw)
+	if s.weed != nil {
+		// The whole cluster hangs, as a host would; its balancer, in
+		// this process, still takes connections, as a load balancer
+		// in front of hung gateways does.
+		for _, p := range s.weed.procs() {
+			freeze(tb, p, "weed")
+		}
+		return
+	}
+	freeze(tb, s.proc.Proc, "versitygw")
 }
 
 // Thaw resumes a frozen server (SIGCONT); on a running one it does nothing.
 func (s *S3) Thaw() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.weed != nil {
+		for _, p := range s.weed.procs() {
+			_ = p.Signal(syscall.SIGCONT)
+		}
+		return
+	}
 	_ = s.proc.Signal(syscall.SIGCONT)
 }
 
-// Pid is the server's process id (it changes with Restart).
+// Pid is the server's process id (it changes with Restart); of a
+// SeaweedFS cluster, its first S3 gateway's.
 func (s *S3) Pid() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.weed != nil {
+		return s.weed.gateways()[0].proc.Pid()
+	}
 	return s.proc.Pid()
 }
 

@@ -48,7 +48,15 @@ func TestFrozenMariaDBAnswersNothingUntilThawedAndRestartKeepsData(t *testing.T)
 
 func TestFrozenS3AnswersNothingUntilThawed(t *testing.T) {
 	t.Parallel()
-	s := testenv.StartS3(t)
+	for _, srv := range testenv.PrivateS3Servers() {
+		t.Run(srv.Name, func(t *testing.T) {
+			t.Parallel()
+			frozenS3AnswersNothingUntilThawed(t, srv.Get(t))
+		})
+	}
+}
+
+func frozenS3AnswersNothingUntilThawed(t *testing.T, s *testenv.S3) {
 	c := s.Client()
 	bucket := s.NewBucket(t, false)
 	head := func(d time.Duration) error {

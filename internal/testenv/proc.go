@@ -25,15 +25,19 @@ type process struct {
 var errExited = errors.New("server exited during startup")
 
 func startProcess(logPath, bin string, args ...string) (*process, error) {
+	return startCmd(logPath, exec.Command(bin, args...))
+}
+
+// startCmd starts cmd, its stdout and stderr going to the log at logPath.
+func startCmd(logPath string, cmd *exec.Cmd) (*process, error) {
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	// The child holds its own descriptor; ours is only needed until Start.
 	defer logf.Close()
-	fmt.Fprintf(logf, "=== testenv %s: %s %s\n", time.Now().UTC().Format(time.RFC3339), bin, strings.Join(args, " "))
+	fmt.Fprintf(logf, "=== testenv %s: %s\n", time.Now().UTC().Format(time.RFC3339), strings.Join(cmd.Args, " "))
 
-	cmd := exec.Command(bin, args...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	child, err := StartProc(cmd)

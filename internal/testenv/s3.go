@@ -22,13 +22,17 @@ import (
 const whatS3 = "versitygw (S3 server, installed into ./bin by `go install`)"
 
 // S3 is a private versitygw serving a posix directory, with bucket versioning
-// available. Clients must use path-style addressing. The shared one may
-// instead be an operator's own server (EnvS3Endpoint).
+// available, or a SeaweedFS cluster (StartSeaweedFS). Clients must use
+// path-style addressing. The shared one may instead be an operator's own
+// server (EnvS3Endpoint).
 type S3 struct {
 	Endpoint  string // "http://127.0.0.1:PORT"
 	Region    string // "us-east-1"
 	AccessKey string
 	SecretKey string
+	// Gateways are the endpoints of the S3 gateways behind Endpoint, a
+	// load balancer, on a SeaweedFS cluster; empty for a single server.
+	Gateways []string
 
 	bin      string
 	addr     string
@@ -43,6 +47,8 @@ type S3 struct {
 	shutOnce sync.Once
 
 	client func() *s3.Client
+
+	weed *weedCluster // a SeaweedFS cluster's processes, in place of proc
 
 	tls *s3TLS // WithTLS: https with a test's certificate
 }
@@ -141,6 +147,10 @@ func (s *S3) Stop() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.weed != nil {
+		s.weed.stop()
+		return
+	}
 	s.proc.Stop(10 * time.Second)
 }
 
@@ -157,6 +167,12 @@ func (s *S3) Restart(tb testing.TB) {
 	defer s.mu.Unlock()
 	if s.closed {
 		tb.Fatalf("testenv: Restart after the S3 server was cleaned up")
+	}
+	if s.weed != nil {
+		if err := s.weed.restart(); err != nil {
+			tb.Fatalf("testenv: restart SeaweedFS behind %s: %v", s.addr, err)
+		}
+		return
 	}
 	s.proc.Stop(10 * time.Second)
 	var err error
@@ -181,6 +197,9 @@ func (s *S3) shutdown() {
 		s.closed = true
 		if s.external {
 			return
+		}
+		if s.weed != nil {
+			s.weed.stop()
 		}
 		if s.proc != nil {
 			s.proc.Stop(10 * time.Second)

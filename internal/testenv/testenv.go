@@ -1,5 +1,6 @@
 // Package testenv starts the real servers that the project's tests run
-// against (MariaDB and versitygw, an S3 server with versioning) and decides
+// against (MariaDB, and versitygw or a SeaweedFS cluster, S3 servers with
+// versioning) and decides
 // what a test does when one of them is missing: skip on a developer's
 // machine, fail when GATEWAY_TEST_STRICT=1 (CI). It is imported only by tests.
 //
@@ -169,6 +170,9 @@ func stopShared() {
 		m.shutdown()
 	}
 	if s, ok := sharedS3.take(); ok {
+		s.shutdown()
+	}
+	if s, ok := sharedWeed.take(); ok {
 		s.shutdown()
 	}
 }

@@ -12,11 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/go-sql-driver/mysql"
 
@@ -249,10 +251,19 @@ func mustGet(tb testing.TB, c *s3.Client, bucket, key string, versionID *string)
 
 func TestS3KeepsEveryVersion(t *testing.T) {
 	t.Parallel()
-	s := testenv.SharedS3(t)
-	if s2 := testenv.SharedS3(t); s2 != s {
-		t.Errorf("SharedS3 returned two servers: %s and %s", s.Endpoint, s2.Endpoint)
+	for _, srv := range testenv.S3Servers() {
+		t.Run(srv.Name, func(t *testing.T) {
+			t.Parallel()
+			s := srv.Get(t)
+			if s2 := srv.Get(t); s2 != s {
+				t.Errorf("the shared %s is two servers: %s and %s", srv.Name, s.Endpoint, s2.Endpoint)
+			}
+			keepsEveryVersion(t, s)
+		})
 	}
+}
+
+func keepsEveryVersion(t *testing.T, s *testenv.S3) {
 	c := s.Client()
 	bucket := s.NewBucket(t, true)
 	if !regexp.MustCompile(`^t-[a-z0-9-]+$`).MatchString(bucket) || len(bucket) > 63 {
@@ -282,11 +293,38 @@ func TestS3KeepsEveryVersion(t *testing.T) {
 	if got := mustGet(t, c, plain, "k", nil); got != "unversioned" {
 		t.Errorf("GetObject(unversioned) = %q", got)
 	}
+
+	// The gateways of a cluster keep no state of their own: what went
+	// in through the balancer (versioning enabled on the bucket, the
+	// versions) reads the same through each, and a version put through
+	// one gateway reads through the other.
+	if len(s.Gateways) > 0 && (len(s.Gateways) < 2 || slices.Contains(s.Gateways, s.Endpoint)) {
+		t.Errorf("Gateways = %q behind %s, want two or more, none of them the balancer", s.Gateways, s.Endpoint)
+	}
+	for i, endpoint := range s.Gateways {
+		gc := gatewayClient(s, endpoint)
+		if got := mustGet(t, gc, bucket, "dir/report.bin", v1.VersionId); got != "first version" {
+			t.Errorf("GetObject(first version) through gateway %s = %q", endpoint, got)
+		}
+		put := mustPut(t, gc, bucket, "dir/report.bin", fmt.Sprintf("through gateway %d", i))
+		other := gatewayClient(s, s.Gateways[(i+1)%len(s.Gateways)])
+		if got, want := mustGet(t, other, bucket, "dir/report.bin", nil), fmt.Sprintf("through gateway %d", i); got != want {
+			t.Errorf("current version through the next gateway = %q, want %q (version %s)", got, want, aws.ToString(put.VersionId))
+		}
+	}
 }
 
 func TestS3RestartKeepsData(t *testing.T) {
 	t.Parallel()
-	s := testenv.StartS3(t)
+	for _, srv := range testenv.PrivateS3Servers() {
+		t.Run(srv.Name, func(t *testing.T) {
+			t.Parallel()
+			restartKeepsData(t, srv.Get(t))
+		})
+	}
+}
+
+func restartKeepsData(t *testing.T, s *testenv.S3) {
 	c := s.Client()
 	bucket := s.NewBucket(t, true)
 	v1 := mustPut(t, c, bucket, "a.txt", "before outage")
@@ -314,4 +352,15 @@ func TestS3RestartKeepsData(t *testing.T) {
 	if got := mustGet(t, c, bucket, "a.txt", nil); got != "after outage" {
 		t.Errorf("after second Restart, GetObject = %q", got)
 	}
+}
+
+// gatewayClient is a client of one S3 gateway of s itself, not of the
+// balancer in front of them.
+func gatewayClient(s *testenv.S3, endpoint string) *s3.Client {
+	return s3.New(s3.Options{
+		Region:       s.Region,
+		BaseEndpoint: aws.String(endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
+	})
 }

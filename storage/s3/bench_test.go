@@ -8,12 +8,18 @@ import (
 	"github.com/dlgate/dlgate/storage/storagetest"
 )
 
-// BenchmarkPut compares uploads to versitygw (or DLGATE_TEST_S3_ENDPOINT)
-// with and without the whole object's SHA-256, in the default 8 MiB parts:
+// BenchmarkPut compares uploads with and without the whole object's
+// SHA-256, in the default 8 MiB parts, on each server of
+// testenv.S3Servers (versitygw or DLGATE_TEST_S3_ENDPOINT's, and SeaweedFS
+// with DLGATE_TEST_SEAWEEDFS=1):
 //
-//	go test -run '^$' -bench Put -benchtime 3x ./storage/s3/
+//	go test -run '^$' -bench Put/versitygw -benchtime 3x ./storage/s3/
 func BenchmarkPut(b *testing.B) {
-	env := testenv.SharedS3(b)
-	bucket := env.NewBucket(b, true)
-	storagetest.BenchmarkPut(b, s3.NewFromClient(env.Client(), bucket), s3.NewFromClient(env.Client(), bucket, s3.WithoutDigest()), "")
+	for _, srv := range testenv.S3Servers() {
+		b.Run(srv.Name, func(b *testing.B) {
+			env := srv.Get(b)
+			bucket := env.NewBucket(b, true)
+			storagetest.BenchmarkPut(b, s3.NewFromClient(env.Client(), bucket), s3.NewFromClient(env.Client(), bucket, s3.WithoutDigest()), "")
+		})
+	}
 }

@@ -30,15 +30,16 @@ type splicer interface {
 // made by New, as the gateway makes it: reads go out on the store's own
 // connections.
 func TestStoreConformanceThroughNew(t *testing.T) {
-	env := testenv.SharedS3(t)
-	setAWSEnv(t, env.AccessKey, env.SecretKey)
-	storagetest.Exercise(t, func(t *testing.T) (storage.Store, string) {
-		bucket := env.NewBucket(t, true)
-		st, err := s3.New(context.Background(), s3.Options{Bucket: bucket, Endpoint: env.Endpoint, PathStyle: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st, bucket
+	eachServer(t, func(t *testing.T, env *testenv.S3) {
+		setAWSEnv(t, env.AccessKey, env.SecretKey)
+		storagetest.Exercise(t, func(t *testing.T) (storage.Store, string) {
+			bucket := env.NewBucket(t, true)
+			st, err := s3.New(context.Background(), s3.Options{Bucket: bucket, Endpoint: env.Endpoint, PathStyle: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st, bucket
+		})
 	})
 }
 

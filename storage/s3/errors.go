@@ -22,8 +22,9 @@ import (
 //     signed payload hash did not match the bytes that arrived):
 //     storage.ErrUnavailable
 //   - KeyTooLong (versitygw: KeyTooLongError), InvalidObjectName,
-//     InvalidBucketName, versitygw's ExistingObjectIsDirectory and
-//     ObjectParentIsFile, and 414 URI Too Long: storage.ErrInvalidKey
+//     InvalidBucketName, versitygw's ExistingObjectIsDirectory,
+//     ObjectParentIsFile and DirectoryObjectContainsData, and 414 URI Too
+//     Long: storage.ErrInvalidKey
 //   - any other 400 (InvalidArgument, EntityTooLarge, …) and 413:
 //     storage.ErrInvalid, the request's fault rather than the store's
 //   - a passed deadline or a network timeout: storage.ErrTimeout
@@ -80,8 +81,9 @@ func classify(err error) error {
 			return storage.ErrUnavailable
 		case "KeyTooLong", "KeyTooLongError", "InvalidObjectName", "InvalidBucketName",
 			// A store on a POSIX file system (versitygw) cannot hold a
-			// key that is both an object and a "directory" of others.
-			"ExistingObjectIsDirectory", "ObjectParentIsFile":
+			// key that is both an object and a "directory" of others,
+			// nor bytes under a key ending in "/", its directory.
+			"ExistingObjectIsDirectory", "ObjectParentIsFile", "DirectoryObjectContainsData":
 			return storage.ErrInvalidKey
 		}
 	}

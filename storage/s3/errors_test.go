@@ -50,6 +50,7 @@ var translations = []struct {
 	{"versitygw KeyTooLongError", apiError("PutObject", 400, "KeyTooLongError"), storage.ErrInvalidKey},
 	{"InvalidObjectName", apiError("PutObject", 400, "InvalidObjectName"), storage.ErrInvalidKey},
 	{"versitygw ExistingObjectIsDirectory", apiError("PutObject", 409, "ExistingObjectIsDirectory"), storage.ErrInvalidKey},
+	{"versitygw DirectoryObjectContainsData", apiError("PutObject", 400, "DirectoryObjectContainsData"), storage.ErrInvalidKey},
 	{"414 URI too long", apiError("HeadObject", 414, ""), storage.ErrInvalidKey},
 	{"400 InvalidArgument", apiError("PutObject", 400, "InvalidArgument"), storage.ErrInvalid},
 	{"400 EntityTooLarge", apiError("PutObject", 400, "EntityTooLarge"), storage.ErrInvalid},

@@ -409,25 +409,34 @@ func TestBadDigestIsTheStoreFailingNotTheRequest(t *testing.T) {
 func TestStatReportsOnlyAFullObjectSHA256(t *testing.T) {
 	sum := sha256.Sum256([]byte("x"))
 	b64 := base64.StdEncoding.EncodeToString(sum[:])
+	const single, multi = `"9dd4e461268c8034f5c8564e155c67a6"`, `"9dd4e461268c8034f5c8564e155c67a6-3"`
 	for _, tt := range []struct {
 		name     string
 		checksum string
 		typ      types.ChecksumType
+		etag     string
 		want     string
 	}{
-		{"full object", b64, types.ChecksumTypeFullObject, hex.EncodeToString(sum[:])},
-		{"untyped, of a digest's shape", b64, "", hex.EncodeToString(sum[:])},
-		{"composite of 3 parts", b64 + "-3", types.ChecksumTypeComposite, ""},
-		{"untyped composite", b64 + "-3", "", ""},
-		{"composite without its count", b64, types.ChecksumTypeComposite, ""},
-		{"none", "", "", ""},
-		{"not base64", "%%%", types.ChecksumTypeFullObject, ""},
-		{"too short", base64.StdEncoding.EncodeToString(sum[:16]), types.ChecksumTypeFullObject, ""},
+		{"full object", b64, types.ChecksumTypeFullObject, single, hex.EncodeToString(sum[:])},
+		// A single PUT's checksum is the object's (S3 API Reference,
+		// PutObject: "the checksum type is always FULL_OBJECT");
+		// SeaweedFS names no type.
+		{"untyped, of a single-part object", b64, "", single, hex.EncodeToString(sum[:])},
+		{"composite of 3 parts", b64 + "-3", types.ChecksumTypeComposite, multi, ""},
+		{"untyped composite", b64 + "-3", "", multi, ""},
+		{"untyped composite under a single-part ETag", b64 + "-3", "", single, ""},
+		{"untyped, of a multipart object, without its count", b64, "", multi, ""},
+		{"composite without its count", b64, types.ChecksumTypeComposite, single, ""},
+		{"full object of a multipart upload", b64, types.ChecksumTypeFullObject, multi, hex.EncodeToString(sum[:])},
+		{"none", "", "", single, ""},
+		{"not base64", "%%%", types.ChecksumTypeFullObject, single, ""},
+		{"too short", base64.StdEncoding.EncodeToString(sum[:16]), types.ChecksumTypeFullObject, single, ""},
+		{"untyped, too short", base64.StdEncoding.EncodeToString(sum[:16]), "", single, ""},
 	} {
 		var mode types.ChecksumMode
 		api := &fakeAPI{headObject: func(in *awss3.HeadObjectInput) (*awss3.HeadObjectOutput, error) {
 			mode = in.ChecksumMode
-			out := &awss3.HeadObjectOutput{ContentLength: aws.Int64(1), ETag: aws.String(`"e"`), ChecksumType: tt.typ}
+			out := &awss3.HeadObjectOutput{ContentLength: aws.Int64(1), ETag: aws.String(tt.etag), ChecksumType: tt.typ}
 			if tt.checksum != "" {
 				out.ChecksumSHA256 = aws.String(tt.checksum)
 			}

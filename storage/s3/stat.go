@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -70,12 +71,26 @@ func (s *Store) Stat(ctx context.Context, ref storage.Ref) (storage.Version, err
 }
 
 // fullObjectSHA256 is the hex SHA-256 of the whole object from a
-// HeadObject in checksum mode, or "". A server that names no checksum type
-// (older S3-compatible ones) is trusted only with a value of a digest's
-// shape: a composite one ends in "-N", its number of parts.
+// HeadObject in checksum mode, or "".
+//
+// A FULL_OBJECT checksum is the object's. A server that names no checksum
+// type (SeaweedFS, older S3-compatible ones) is trusted for a single-part
+// object only, whose checksum AWS defines as the full object's ("For
+// PutObject uploads, the checksum type is always FULL_OBJECT": Amazon S3
+// API Reference, PutObject, x-amz-checksum-type; the COMPOSITE type exists
+// for multipart uploads, "Checking object integrity" in the Amazon S3 User
+// Guide). An object is taken as multipart when either its ETag or its
+// checksum ends in "-N", the count of its parts, as S3 writes both for a
+// multipart upload: a composite checksum is never mistaken for the
+// object's digest.
 func fullObjectSHA256(out *s3.HeadObjectOutput) string {
 	v := aws.ToString(out.ChecksumSHA256)
-	if v == "" || (out.ChecksumType != types.ChecksumTypeFullObject && out.ChecksumType != "") || strings.Contains(v, "-") {
+	switch {
+	case v == "":
+		return ""
+	case out.ChecksumType == types.ChecksumTypeFullObject:
+	case out.ChecksumType == "" && !multipartShaped(v) && !multipartShaped(strings.Trim(aws.ToString(out.ETag), `"`)):
+	default:
 		return ""
 	}
 	sum, err := base64.StdEncoding.DecodeString(v)
@@ -83,6 +98,17 @@ func fullObjectSHA256(out *s3.HeadObjectOutput) string {
 		return ""
 	}
 	return hex.EncodeToString(sum)
+}
+
+// multipartShaped reports whether s, an ETag without its quotes or a
+// checksum, ends in "-N" as S3 marks those of a multipart upload.
+func multipartShaped(s string) bool {
+	i := strings.LastIndexByte(s, '-')
+	if i < 0 || i == len(s)-1 {
+		return false
+	}
+	_, err := strconv.ParseUint(s[i+1:], 10, 32)
+	return err == nil
 }
 
 // isForbidden reports whether err is the server's 403.

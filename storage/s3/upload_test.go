@@ -12,20 +12,22 @@ import (
 	"github.com/dlgate/dlgate/storage/storagetest"
 )
 
-// TestUploaderConformance runs the resumable-upload suite on versitygw
-// with S3's smallest part size, in versioned buckets: there every
+// TestUploaderConformance runs the resumable-upload suite on each S3
+// server with S3's smallest part size, in versioned buckets: there every
 // temporary object's every version must go.
 func TestUploaderConformance(t *testing.T) {
-	storagetest.ExerciseUploads(t, func(t *testing.T) storagetest.UploadEnv {
-		st, bucket := MustStore(t, true, s3.WithPartSize(s3.MinPartSize))
-		return storagetest.UploadEnv{
-			Store:  st,
-			Bucket: bucket,
-			Reopen: func(*testing.T) storage.Store {
-				return s3.NewFromClient(testenv.SharedS3(t).Client(), bucket, s3.WithPartSize(s3.MinPartSize))
-			},
-			Leftovers: func(t *testing.T) []string { return UploadLeftovers(t, testenv.SharedS3(t).Client(), bucket) },
-		}
+	eachServer(t, func(t *testing.T, env *testenv.S3) {
+		storagetest.ExerciseUploads(t, func(t *testing.T) storagetest.UploadEnv {
+			st, bucket := MustStore(t, env, true, s3.WithPartSize(s3.MinPartSize))
+			return storagetest.UploadEnv{
+				Store:  st,
+				Bucket: bucket,
+				Reopen: func(*testing.T) storage.Store {
+					return s3.NewFromClient(env.Client(), bucket, s3.WithPartSize(s3.MinPartSize))
+				},
+				Leftovers: func(t *testing.T) []string { return UploadLeftovers(t, env.Client(), bucket) },
+			}
+		})
 	})
 }
 
