@@ -80,9 +80,15 @@ type tcpStream struct {
 	peerClosed  bool  // the peer sent its FIN; a reset usually follows
 }
 
-// streamMark is where a response's body began in its connection's stream.
+// streamMark is where a response's body began in its connection's
+// stream, and the socket to read the counters of until the response is
+// settled: a duplicate of the connection's descriptor, because net/http
+// closes a connection whose write failed (its chunkWriter does, on every
+// buffered write, over TLS always) before the response can ask what it
+// carried. The duplicate keeps the socket's counters readable, and holds
+// back the socket's own close by no more than settle waits.
 type streamMark struct {
-	rc    syscall.RawConn
+	sock  socket
 	start int64
 	ok    bool
 }
@@ -103,11 +109,16 @@ func markStream(r *http.Request) streamMark {
 	if rc == nil {
 		return streamMark{}
 	}
-	st, err := readStream(rc)
-	if err != nil || st.reset {
+	sock, err := dupSocket(rc)
+	if err != nil {
 		return streamMark{}
 	}
-	return streamMark{rc: rc, start: st.written, ok: true}
+	st, err := readStream(sock)
+	if err != nil || st.reset {
+		sock.close()
+		return streamMark{}
+	}
+	return streamMark{sock: sock, start: st.written, ok: true}
 }
 
 // settleWait bounds how long a cut response waits for the reset that
@@ -142,16 +153,17 @@ type carried struct {
 // out, unmeasured: evidence errs low) and waits only for a peer that sent
 // its FIN, at most settleWait, for the reset that tells what never left.
 // written is how many bytes the response wrote after its mark: nothing is
-// awaited for a response that wrote none.
+// awaited for a response that wrote none. It lets go of the mark's socket.
 func (m streamMark) settle(written int64, cut bool, until time.Time) carried {
 	if !m.ok {
 		return carried{}
 	}
+	defer m.sock.close()
 	if cut {
 		until = time.Now().Add(settleWait)
 	}
 	for pause := time.Millisecond / 2; ; pause = min(2*pause, 50*time.Millisecond) {
-		st, err := readStream(m.rc)
+		st, err := readStream(m.sock)
 		if err != nil {
 			return carried{}
 		}
