@@ -24,6 +24,7 @@ import (
 
 	"github.com/dlgate/dlgate/gateway"
 	"github.com/dlgate/dlgate/gateway/admin"
+	"github.com/dlgate/dlgate/internal/refusal"
 	"github.com/dlgate/dlgate/storage"
 )
 
@@ -76,9 +77,8 @@ func secured(doc *openapi3.T, op *openapi3.Operation) bool {
 
 // adminRoute is one line of the admin route table.
 type adminRoute struct {
-	Method  string
-	Pattern string // gorilla/mux syntax: /v1/objects/{key:.+}
-	Path    string // OpenAPI path template: /v1/objects/{key}
+	gateway.AdminRoute
+	Path string // OpenAPI path template: /v1/objects/{key}
 }
 
 func (r adminRoute) String() string { return r.Method + " " + r.Pattern }
@@ -86,12 +86,8 @@ func (r adminRoute) String() string { return r.Method + " " + r.Pattern }
 func adminRoutes(tb testing.TB, s *gateway.Server) []adminRoute {
 	tb.Helper()
 	var out []adminRoute
-	for _, line := range s.AdminRoutes() {
-		method, pattern, ok := strings.Cut(line, " ")
-		if !ok {
-			tb.Fatalf("AdminRoutes entry %q is not \"METHOD PATTERN\"", line)
-		}
-		out = append(out, adminRoute{Method: method, Pattern: pattern, Path: openAPIPath(pattern)})
+	for _, rt := range s.AdminRoutes() {
+		out = append(out, adminRoute{AdminRoute: rt, Path: openAPIPath(rt.Pattern)})
 	}
 	return out
 }
@@ -250,6 +246,8 @@ func TestOpenAPIEveryDocumentedRouteIsServed(t *testing.T) {
 			u = strings.Replace(u, "/heap", "/goroutine", 1)
 		}
 		for _, withToken := range []bool{true, false} {
+			// One failed authentication per window: not the throttle's test.
+			h.Clock.Advance(refusal.AuthWindow)
 			req := mustOARequest(t, o.Method, h.Admin.URL+u, body)
 			if ctype != "" {
 				req.Header.Set("Content-Type", ctype)
@@ -271,6 +269,64 @@ func TestOpenAPIEveryDocumentedRouteIsServed(t *testing.T) {
 			case !withToken && unauthorized:
 				t.Errorf("%s without a token = 401; the document says it needs none", o)
 			}
+		}
+	}
+}
+
+// TestOpenAPIScopesAreTheRouteTables: each operation's x-scopes, and the
+// roles of its security requirement (OpenAPI 3.1 §4.8.30 allows them for
+// any scheme), are the one scope its route declares in the route table;
+// none for an open route. Its description says it too.
+func TestOpenAPIScopesAreTheRouteTables(t *testing.T) {
+	h := MustHarness(t)
+	doc := mustOpenAPI(t)
+	for _, rt := range adminRoutes(t, h.Server) {
+		item := doc.Paths.Value(rt.Path)
+		if item == nil || item.GetOperation(rt.Method) == nil {
+			continue // TestOpenAPIDocumentsEveryRoute says so
+		}
+		op := item.GetOperation(rt.Method)
+		want := []string{rt.Scope}
+		if rt.Scope == gateway.ScopeOpen {
+			want = []string{}
+		}
+		var got []string
+		raw, ok := op.Extensions["x-scopes"].([]any)
+		if !ok {
+			t.Errorf("%s %s has no x-scopes list", rt.Method, rt.Path)
+			continue
+		}
+		for _, v := range raw {
+			s, _ := v.(string)
+			got = append(got, s)
+		}
+		if got == nil {
+			got = []string{}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s %s: x-scopes %v, want %v (route %s)", rt.Method, rt.Path, got, want, rt.Name)
+		}
+		var roles []string
+		if op.Security != nil {
+			for _, req := range *op.Security {
+				roles = append(roles, req["adminToken"]...)
+			}
+		}
+		if rt.Scope == gateway.ScopeOpen {
+			if op.Security == nil || len(*op.Security) != 0 {
+				t.Errorf("%s %s is open but its security is %v, want []", rt.Method, rt.Path, op.Security)
+			}
+			continue
+		}
+		if !slices.Equal(roles, want) {
+			t.Errorf("%s %s: the security requirement's roles are %v, want %v", rt.Method, rt.Path, roles, want)
+		}
+		mention := "Scope: `" + rt.Scope + "`."
+		if rt.Scope == gateway.ScopeBootstrap {
+			mention = "Only the bootstrap admin token"
+		}
+		if !strings.Contains(op.Description, mention) {
+			t.Errorf("%s %s: the description does not say %q", rt.Method, rt.Path, mention)
 		}
 	}
 }
@@ -465,6 +521,7 @@ type call struct {
 	body         string
 	header       http.Header
 	noToken      bool
+	key          string // the credential, when not the bootstrap token
 	want         int
 	// docRefuses: the document itself refuses the request (an unknown
 	// field, a value out of range, no token), as the server does.
@@ -490,7 +547,11 @@ func (x *exchanger) do(tb testing.TB, c call) (*http.Response, []byte) {
 			req.Header[k] = v
 		}
 		if !c.noToken {
-			req.Header.Set("Authorization", "Bearer "+testAdminToken)
+			tok := testAdminToken
+			if c.key != "" {
+				tok = c.key
+			}
+			req.Header.Set("Authorization", "Bearer "+tok)
 		}
 		return req
 	}
@@ -658,7 +719,45 @@ func TestOpenAPIRealExchangesValidate(t *testing.T) {
 	}
 	ok("POST", "/v1/links", `{"object":{"key":"doomed.bin"},"downloads":1,"expires_in":60}`, http.StatusConflict)
 
+	// Keys.
+	_, b = x.do(t, call{method: "POST", path: "/v1/keys", body: `{"name":"ci uploads","scopes":["objects:write","links:write"],"expires_in":7776000}`, want: http.StatusCreated})
+	ci := mustJSON[keyJSON](t, b)
+	_, b = x.do(t, call{method: "POST", path: "/v1/keys", body: `{"name":"manager","scopes":["keys:write","audit:read"]}`, want: http.StatusCreated})
+	manager := mustJSON[keyJSON](t, b)
+	x.do(t, call{method: "POST", path: "/v1/keys", key: manager.Key, body: `{"name":"reader","scopes":["audit:read"]}`, want: http.StatusCreated})
+	x.do(t, call{method: "POST", path: "/v1/keys", key: manager.Key, body: `{"name":"escalation","scopes":["links:write"]}`, want: http.StatusForbidden})
+	x.do(t, call{method: "POST", path: "/v1/keys", body: `{"name":"x","scopes":["links:admin"]}`, want: http.StatusBadRequest, docRefuses: true})
+	x.do(t, call{method: "POST", path: "/v1/keys", body: `{"name":"x","scopes":[]}`, want: http.StatusBadRequest, docRefuses: true})
+	x.do(t, call{method: "POST", path: "/v1/keys", body: `{"name":" x","scopes":["links:read"]}`, want: http.StatusBadRequest})
+	x.do(t, call{method: "POST", path: "/v1/keys", body: `{"name":"x","scopes":["links:read"],"expires_in":0}`, want: http.StatusBadRequest, docRefuses: true})
+	// The CI key at work, and seen used.
+	x.doPut(t, "/v1/objects/ci/build.tar", "tar", "application/x-tar", http.StatusCreated)
+	x.do(t, call{method: "POST", path: "/v1/links", key: ci.Key, body: `{"object":{"key":"ci/build.tar"},"downloads":1,"expires_in":60}`, want: http.StatusCreated})
+	keys := mustJSON[struct {
+		Next string `json:"next_cursor"`
+	}](t, ok("GET", "/v1/keys?limit=1", "", http.StatusOK))
+	ok("GET", "/v1/keys?limit=2&cursor="+url.QueryEscape(keys.Next), "", http.StatusOK)
+	ok("GET", "/v1/keys?cursor=nonsense", "", http.StatusBadRequest)
+	x.do(t, call{method: "GET", path: "/v1/keys?limit=0", want: http.StatusBadRequest, docRefuses: true})
+	ok("DELETE", "/v1/keys/"+ci.ID, "", http.StatusNoContent)
+	ok("DELETE", "/v1/keys/"+ci.ID, "", http.StatusNoContent)
+	ok("DELETE", "/v1/keys/"+unknownID, "", http.StatusNotFound)
+
+	// Audit.
+	audit := mustJSON[struct {
+		Next string `json:"next_cursor"`
+	}](t, ok("GET", "/v1/audit?limit=2", "", http.StatusOK))
+	ok("GET", "/v1/audit?limit=2&cursor="+url.QueryEscape(audit.Next), "", http.StatusOK)
+	x.do(t, call{method: "GET", path: "/v1/audit?" + url.Values{"actor": {manager.ID}, "action": {"key.created"}, "target_id": {ci.ID},
+		"after": {"2031-03-04T00:00:00Z"}, "before": {"2031-03-05T00:00:00Z"}}.Encode(), key: manager.Key, want: http.StatusOK})
+	x.do(t, call{method: "GET", path: "/v1/audit?action=link.deleted", want: http.StatusBadRequest, docRefuses: true})
+	ok("GET", "/v1/audit?colour=red", "", http.StatusBadRequest)
+	ok("GET", "/v1/audit?cursor=nonsense", "", http.StatusBadRequest)
+
 	// Without the token: every secured operation is a documented 401.
+	// Then a key without the operation's scope: a documented 403.
+	h.Clock.Advance(refusal.AuthWindow)
+	noScope := mustJSON[keyJSON](t, ok("POST", "/v1/keys", `{"name":"objects reader","scopes":["objects:read"]}`, http.StatusCreated))
 	for _, o := range docOps(x.doc) {
 		if !secured(x.doc, o.Op) {
 			continue
@@ -668,8 +767,25 @@ func TestOpenAPIRealExchangesValidate(t *testing.T) {
 		if ctype != "" && ctype != "application/json" {
 			c.body = "" // an upload: the 401 comes before the body is read
 		}
+		h.Clock.Advance(refusal.AuthWindow) // one failure per window: the throttle comes next
+		x.do(t, c)
+		c.noToken, c.key, c.want, c.docRefuses = false, noScope.Key, http.StatusForbidden, false
 		x.do(t, c)
 	}
+	// An address that failed 21 times within 10 s: every secured
+	// operation is a documented 429 for 10 s, even with the admin token.
+	h.Clock.Advance(refusal.AuthWindow)
+	for range refusal.AuthFailures + 1 {
+		x.do(t, call{method: "GET", path: "/v1/links", key: unknownKey, want: http.StatusUnauthorized})
+	}
+	for _, o := range docOps(x.doc) {
+		if !secured(x.doc, o.Op) {
+			continue
+		}
+		u, body, _ := sampleRequest(t, o)
+		x.do(t, call{method: o.Method, path: u, body: string(body), want: http.StatusTooManyRequests})
+	}
+	h.Clock.Advance(refusal.AuthWindow)
 
 	// Operations.
 	for _, m := range []string{"GET", "HEAD"} {
