@@ -318,6 +318,9 @@ func TestAKeyIsLookedUpAndTouchedAtMostAsOftenAsDocumented(t *testing.T) {
 	if l, tc := h.Ledger.Calls("KeyGetByHash"), h.Ledger.Calls("KeyTouch"); l != 11 || tc != 1 {
 		t.Errorf("10 more, one cache lifetime apart: %d lookups and %d touches in all, want 11 and 1", l, tc)
 	}
+	if line := "gateway_admin_key_lookups_total 11\n"; !strings.Contains(string(mustBody(t, h, http.MethodGet, "/metrics")), line) {
+		t.Errorf("/metrics has no line %q", line)
+	}
 	h.Clock.Advance(admin.TouchEvery)
 	h.AdminDoAs(t, k.Key, http.MethodGet, "/v1/links", nil, nil)
 	if tc := h.Ledger.Calls("KeyTouch"); tc != 2 {

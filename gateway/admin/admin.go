@@ -65,7 +65,9 @@ type Handler struct {
 }
 
 // New returns the admin API's handler.
-func New(c Config) *Handler { return &Handler{Config: c, auth: newVerifier(c.APIKeys, c.AdminToken)} }
+func New(c Config) *Handler {
+	return &Handler{Config: c, auth: newVerifier(c.APIKeys, c.AdminToken, c.Metrics.AdminKeyLookups.Inc)}
+}
 
 // now is the server clock in the ledger's precision.
 func (h *Handler) now() time.Time { return ledger.Micro(h.Now()) }

@@ -93,6 +93,7 @@ type verifier struct {
 	keys      ledger.Keys
 	bootstrap string
 	lim       *refusal.Limiter
+	looked    func() // counts a lookup in the ledger
 
 	mu      sync.Mutex
 	cache   map[[sha256.Size]byte]cachedKey
@@ -105,8 +106,8 @@ type cachedKey struct {
 	until time.Time
 }
 
-func newVerifier(keys ledger.Keys, bootstrap string) *verifier {
-	return &verifier{keys: keys, bootstrap: bootstrap, lim: refusal.New(refusal.AuthConfig()),
+func newVerifier(keys ledger.Keys, bootstrap string, looked func()) *verifier {
+	return &verifier{keys: keys, bootstrap: bootstrap, lim: refusal.New(refusal.AuthConfig()), looked: looked,
 		cache: map[[sha256.Size]byte]cachedKey{}, touched: map[string]time.Time{}}
 }
 
@@ -144,6 +145,7 @@ func (v *verifier) verify(ctx context.Context, header string, now time.Time) (Pr
 	if p, ok := v.cached(hash, now); ok {
 		return p, nil, nil
 	}
+	v.looked()
 	k, err := v.keys.KeyGetByHash(ctx, hash[:])
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
