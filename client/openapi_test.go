@@ -97,8 +97,16 @@ func (d *docAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/problem+json")
 		}
 	}
-	if status == http.StatusUnauthorized {
+	switch status {
+	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="admin"`)
+	case http.StatusForbidden:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="admin", error="insufficient_scope", scope="links:write"`)
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", "10")
+	}
+	if status == http.StatusCreated && route.Operation.OperationID == "createKey" {
+		w.Header().Set("Cache-Control", "no-store")
 	}
 	// The answer is the document's own; check it too, so that a wrong
 	// example cannot make a wrong client pass.
@@ -293,6 +301,62 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 		}},
 		{"ListLinks", "listLinks", http.StatusBadRequest, func() error {
 			_, err := c.ListLinks(ctx, ListOptions{State: "revoked"})
+			return wantProblem(err, http.StatusBadRequest, "bad-request")
+		}},
+		{"ListLinks", "listLinks", http.StatusForbidden, func() error {
+			_, err := c.ListLinks(ctx, ListOptions{})
+			if err := wantProblem(err, http.StatusForbidden, "insufficient-scope"); err != nil {
+				return err
+			}
+			var e *Error
+			errors.As(err, &e)
+			return want(nil, e.Scope == "links:write" && err.Error() == "admin API: 403: the key does not hold the scope links:write", err.Error())
+		}},
+		{"GetLink", "getLink", http.StatusTooManyRequests, func() error {
+			_, err := c.GetLink(ctx, id)
+			return wantProblem(err, http.StatusTooManyRequests, "too-many-authentication-failures")
+		}},
+		{"CreateKey", "createKey", 0, func() error {
+			k, err := c.CreateKey(ctx, CreateKeyRequest{Name: "ci uploads", Scopes: []string{"objects:write", "links:write"}, ExpiresIn: 7776000})
+			return want(err, strings.HasPrefix(k.Secret, "dlk_") && k.ID != "" && len(k.Scopes) == 2 && k.ExpiresAt != nil && len(k.Raw) > 0, k)
+		}},
+		{"CreateKey", "createKey", 0, func() error {
+			k, err := c.CreateKey(ctx, CreateKeyRequest{Name: "support", Scopes: []string{"links:read"}})
+			return want(err, k.Secret != "", k)
+		}},
+		{"CreateKey", "createKey", http.StatusForbidden, func() error {
+			_, err := c.CreateKey(ctx, CreateKeyRequest{Name: "escalation", Scopes: []string{"links:write"}})
+			return wantProblem(err, http.StatusForbidden, "insufficient-scope")
+		}},
+		{"CreateKey", "createKey", http.StatusBadRequest, func() error {
+			_, err := c.CreateKey(ctx, CreateKeyRequest{Name: "x", Scopes: []string{"links:read"}})
+			return wantProblem(err, http.StatusBadRequest, "bad-request")
+		}},
+		{"ListKeys", "listKeys", 0, func() error {
+			p, err := c.ListKeys(ctx, "", 0)
+			return want(err, len(p.Keys) == 1 && p.NextCursor != "" && p.Keys[0].RevokedAt != nil && p.Keys[0].LastUsedAt == nil && len(p.Keys[0].Raw) > 0, p)
+		}},
+		{"ListKeys", "listKeys", 0, func() error {
+			_, err := c.ListKeys(ctx, "MTkzMDM2NzE2NzAwMDAwMC8wMWEy", 500)
+			return err
+		}},
+		{"RevokeKey", "revokeKey", 0, func() error { return c.RevokeKey(ctx, "01a2350b-8881-77a6-a36d-d4adfac94b3b") }},
+		{"RevokeKey", "revokeKey", http.StatusNotFound, func() error {
+			return wantProblem(c.RevokeKey(ctx, "01a2350b-8881-77a6-a36d-d4adfac94b3b"), http.StatusNotFound, "not-found")
+		}},
+		{"Audit", "listAudit", 0, func() error {
+			p, err := c.Audit(ctx, AuditOptions{})
+			ok := len(p.Entries) == 3 && p.Entries[0].Action == "link.revoked" && p.Entries[0].Actor.KeyName == "support" &&
+				p.Entries[1].Target.Type == "link" && p.Entries[2].RequestID != "" && len(p.Entries[1].Details) > 0 && !p.Entries[0].At.IsZero()
+			return want(err, ok, p)
+		}},
+		{"Audit", "listAudit", 0, func() error {
+			_, err := c.Audit(ctx, AuditOptions{Cursor: "MTkzMDM2NzE2NzAwMDAwMC8wMWEy", Limit: 50, Actor: "bootstrap",
+				Action: "link.allowance_added", TargetID: "dir/a b.bin", After: when, Before: when.Add(time.Hour)})
+			return err
+		}},
+		{"Audit", "listAudit", http.StatusBadRequest, func() error {
+			_, err := c.Audit(ctx, AuditOptions{Action: "link.created"})
 			return wantProblem(err, http.StatusBadRequest, "bad-request")
 		}},
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgate/dlgate/internal/refusal"
 	"github.com/dlgate/dlgate/storage"
 )
 
@@ -30,6 +31,12 @@ func TestAdminRequiresTheBearerToken(t *testing.T) {
 		{http.MethodGet, "/v1/links/x/grants"},
 		{http.MethodDelete, "/v1/sessions/x"},
 		{http.MethodPut, "/v1/objects/a.txt"},
+		{http.MethodDelete, "/v1/objects/a.txt"},
+		{http.MethodPost, "/v1/keys"},
+		{http.MethodGet, "/v1/keys"},
+		{http.MethodDelete, "/v1/keys/x"},
+		{http.MethodGet, "/v1/audit"},
+		{http.MethodGet, "/debug/pprof/"},
 	}
 	auths := []struct{ name, value string }{
 		{"NoHeader", ""},
@@ -38,9 +45,15 @@ func TestAdminRequiresTheBearerToken(t *testing.T) {
 		{"TokenPlusOne", "Bearer " + testAdminToken + "x"},
 		{"BasicScheme", "Basic " + testAdminToken},
 		{"BareToken", testAdminToken},
+		{"UnknownKey", "Bearer " + unknownKey},
+		{"MalformedKey", "Bearer dlk_" + strings.Repeat("A", 42) + "="},
 	}
 	for _, a := range auths {
 		t.Run(a.name, func(t *testing.T) {
+			// Each variant in a window of its own: more than 20 failures
+			// from one address within 10 s are answered 429 instead
+			// (throttle_test.go).
+			h.Clock.Advance(refusal.AuthWindow)
 			for _, r := range routes {
 				req, _ := http.NewRequest(r.method, h.Admin.URL+r.path, strings.NewReader("{}"))
 				if a.value != "" {
@@ -54,10 +67,14 @@ func TestAdminRequiresTheBearerToken(t *testing.T) {
 			}
 		})
 	}
-	if n := h.Ledger.Calls(""); n != 0 {
-		t.Errorf("unauthorized requests made %d ledger calls", n)
+	// Only the one well-formed key was looked up, once per route.
+	if n, lookups := h.Ledger.Calls(""), h.Ledger.Calls("KeyGetByHash"); n != lookups || lookups != len(routes) {
+		t.Errorf("unauthorized requests made %d ledger calls, %d of them key lookups; want only %d lookups", n, lookups, len(routes))
 	}
 }
+
+// unknownKey has the shape of an API key but is no key of any harness.
+const unknownKey = "dlk_Zm9yZ2VkLWtleS1mb3ItdGVzdHMtMDEyMzQ1Njc4OWE"
 
 func TestHealthReadinessAndMetricsNeedNoToken(t *testing.T) {
 	h := MustHarness(t)

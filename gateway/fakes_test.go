@@ -15,6 +15,11 @@ import (
 type fakeLedger struct {
 	ledger.Ledger
 
+	// LinkPurgeFunc and SessionSweepFunc, when set, answer LinkPurge and
+	// SessionSweep instead of the ledger.
+	LinkPurgeFunc    func(ctx context.Context, retention time.Duration, limit int) (ledger.PurgeResult, error)
+	SessionSweepFunc func(ctx context.Context, limit int) (ledger.SweepResult, error)
+
 	mu    sync.Mutex
 	calls map[string]int
 }
@@ -170,6 +175,9 @@ func (f *fakeLedger) SlotRelease(ctx context.Context, sessionID, holder string) 
 
 func (f *fakeLedger) SessionSweep(ctx context.Context, limit int) (ledger.SweepResult, error) {
 	f.count("Sweep")
+	if f.SessionSweepFunc != nil {
+		return f.SessionSweepFunc(ctx, limit)
+	}
 	return f.Ledger.SessionSweep(ctx, limit)
 }
 
@@ -200,7 +208,40 @@ func (f *fakeLedger) DeletionFinish(ctx context.Context, d ledger.Deletion, fail
 
 func (f *fakeLedger) LinkPurge(ctx context.Context, retention time.Duration, limit int) (ledger.PurgeResult, error) {
 	f.count("LinkPurge")
+	if f.LinkPurgeFunc != nil {
+		return f.LinkPurgeFunc(ctx, retention, limit)
+	}
 	return f.Ledger.LinkPurge(ctx, retention, limit)
+}
+
+func (f *fakeLedger) KeyCreate(ctx context.Context, p ledger.KeyCreateParams) (*ledger.Key, error) {
+	f.count("KeyCreate")
+	return f.Ledger.KeyCreate(ctx, p)
+}
+
+func (f *fakeLedger) KeyGetByHash(ctx context.Context, hash []byte) (*ledger.Key, error) {
+	f.count("KeyGetByHash")
+	return f.Ledger.KeyGetByHash(ctx, hash)
+}
+
+func (f *fakeLedger) KeyList(ctx context.Context, cursor string, limit int) (ledger.KeyPage, error) {
+	f.count("KeyList")
+	return f.Ledger.KeyList(ctx, cursor, limit)
+}
+
+func (f *fakeLedger) KeyRevoke(ctx context.Context, id string) error {
+	f.count("KeyRevoke")
+	return f.Ledger.KeyRevoke(ctx, id)
+}
+
+func (f *fakeLedger) KeyTouch(ctx context.Context, id string) (bool, error) {
+	f.count("KeyTouch")
+	return f.Ledger.KeyTouch(ctx, id)
+}
+
+func (f *fakeLedger) AuditList(ctx context.Context, q ledger.AuditQuery) (ledger.AuditPage, error) {
+	f.count("AuditList")
+	return f.Ledger.AuditList(ctx, q)
 }
 
 func (f *fakeLedger) Ping(ctx context.Context) error {

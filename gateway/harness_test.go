@@ -268,9 +268,17 @@ type problemJSON struct {
 	RequestID string `json:"request_id"`
 }
 
-// AdminDo sends an authenticated admin request; body is JSON-encoded
-// unless it is an io.Reader or a string (sent as is).
+// AdminDo sends an admin request authenticated with the bootstrap token;
+// body is JSON-encoded unless it is an io.Reader or a string (sent as
+// is).
 func (h *Harness) AdminDo(tb testing.TB, method, path string, body any, header http.Header) (*http.Response, []byte) {
+	tb.Helper()
+	return h.AdminDoAs(tb, testAdminToken, method, path, body, header)
+}
+
+// AdminDoAs is AdminDo with the bearer token key (the bootstrap token or
+// an API key); "" sends no Authorization.
+func (h *Harness) AdminDoAs(tb testing.TB, key, method, path string, body any, header http.Header) (*http.Response, []byte) {
 	tb.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -290,11 +298,37 @@ func (h *Harness) AdminDo(tb testing.TB, method, path string, body any, header h
 	if err != nil {
 		tb.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
 	for k, v := range header {
 		req.Header[k] = v
 	}
 	return mustDo(tb, http.DefaultClient, req)
+}
+
+// keyJSON is a key as POST /v1/keys answers it (Key set) or GET /v1/keys
+// lists it.
+type keyJSON struct {
+	ID         string   `json:"id"`
+	Name       string   `json:"name"`
+	Scopes     []string `json:"scopes"`
+	Key        string   `json:"key"`
+	CreatedAt  string   `json:"created_at"`
+	ExpiresAt  *string  `json:"expires_at"`
+	RevokedAt  *string  `json:"revoked_at"`
+	LastUsedAt *string  `json:"last_used_at"`
+}
+
+// MustKey creates a key with the given scopes through the admin API, as
+// the bootstrap token, and returns it with its text.
+func (h *Harness) MustKey(tb testing.TB, name string, scopes ...string) keyJSON {
+	tb.Helper()
+	resp, body := h.AdminDo(tb, http.MethodPost, "/v1/keys", map[string]any{"name": name, "scopes": scopes}, nil)
+	if resp.StatusCode != http.StatusCreated {
+		tb.Fatalf("POST /v1/keys %s %v = %d %s, want 201", name, scopes, resp.StatusCode, body)
+	}
+	return mustJSON[keyJSON](tb, body)
 }
 
 // MustPutObject uploads data under key and returns the stored version.

@@ -65,7 +65,15 @@ func (s *Server) accessLog(r *http.Request, info *httpx.Info, rec *httpx.Recorde
 	}
 	s.log.LogAttrs(r.Context(), level, accessMessage, slog.String("method", r.Method), slog.Int("status", status),
 		slog.Int64("bytes", rec.Bytes), slog.String("duration_ms", strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64)),
-		slog.String("client", client), slog.String("user_agent", public.UserAgent(r, 80)), affinityAttr(info), deliveryAttr(info))
+		slog.String("client", client), slog.String("user_agent", public.UserAgent(r, 80)), affinityAttr(info), actorAttr(info), deliveryAttr(info))
+}
+
+// actorAttr names the admin key of an authenticated admin request.
+func actorAttr(info *httpx.Info) slog.Attr {
+	if info.Actor == "" {
+		return slog.Attr{}
+	}
+	return slog.String("key_id", info.Actor)
 }
 
 // deliveryAttr is the access line's record of what the client of a

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"sort"
 	"strconv"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/dlgate/dlgate/gateway"
 	"github.com/dlgate/dlgate/gateway/admin"
+	"github.com/dlgate/dlgate/internal/refusal"
 	"github.com/dlgate/dlgate/storage"
 )
 
@@ -78,9 +80,8 @@ func secured(doc *openapi3.T, op *openapi3.Operation) bool {
 
 // adminRoute is one line of the admin route table.
 type adminRoute struct {
-	Method  string
-	Pattern string // gorilla/mux syntax: /v1/objects/{key:.+}
-	Path    string // OpenAPI path template: /v1/objects/{key}
+	gateway.AdminRoute
+	Path string // OpenAPI path template: /v1/objects/{key}
 }
 
 func (r adminRoute) String() string { return r.Method + " " + r.Pattern }
@@ -88,12 +89,8 @@ func (r adminRoute) String() string { return r.Method + " " + r.Pattern }
 func adminRoutes(tb testing.TB, s *gateway.Server) []adminRoute {
 	tb.Helper()
 	var out []adminRoute
-	for _, line := range s.AdminRoutes() {
-		method, pattern, ok := strings.Cut(line, " ")
-		if !ok {
-			tb.Fatalf("AdminRoutes entry %q is not \"METHOD PATTERN\"", line)
-		}
-		out = append(out, adminRoute{Method: method, Pattern: pattern, Path: openAPIPath(pattern)})
+	for _, rt := range s.AdminRoutes() {
+		out = append(out, adminRoute{AdminRoute: rt, Path: openAPIPath(rt.Pattern)})
 	}
 	return out
 }
@@ -245,14 +242,19 @@ func TestOpenAPIEveryDocumentedRouteIsServed(t *testing.T) {
 	h := MustHarness(t)
 	doc := mustOpenAPI(t)
 	for _, o := range docOps(doc) {
-		u, body, ctype := sampleRequest(t, o)
+		u, body, ctype, hdr := sampleRequest(t, o)
 		if strings.HasSuffix(o.Path, "/{profile}") {
 			// A sample that answers at once: a CPU profile or a trace
 			// would take their default 30 s and 1 s.
 			u = strings.Replace(u, "/heap", "/goroutine", 1)
 		}
 		for _, withToken := range []bool{true, false} {
+			// One failed authentication per window: not the throttle's test.
+			h.Clock.Advance(refusal.AuthWindow)
 			req := mustOARequest(t, o.Method, h.Admin.URL+u, body)
+			for k, v := range hdr {
+				req.Header[k] = v
+			}
 			if ctype != "" {
 				req.Header.Set("Content-Type", ctype)
 			}
@@ -279,6 +281,64 @@ func TestOpenAPIEveryDocumentedRouteIsServed(t *testing.T) {
 	}
 }
 
+// TestOpenAPIScopesAreTheRouteTables: each operation's x-scopes, and the
+// roles of its security requirement (OpenAPI 3.1 §4.8.30 allows them for
+// any scheme), are the one scope its route declares in the route table;
+// none for an open route. Its description says it too.
+func TestOpenAPIScopesAreTheRouteTables(t *testing.T) {
+	h := MustHarness(t)
+	doc := mustOpenAPI(t)
+	for _, rt := range adminRoutes(t, h.Server) {
+		item := doc.Paths.Value(rt.Path)
+		if item == nil || item.GetOperation(rt.Method) == nil {
+			continue // TestOpenAPIDocumentsEveryRoute says so
+		}
+		op := item.GetOperation(rt.Method)
+		want := []string{rt.Scope}
+		if rt.Scope == gateway.ScopeOpen {
+			want = []string{}
+		}
+		var got []string
+		raw, ok := op.Extensions["x-scopes"].([]any)
+		if !ok {
+			t.Errorf("%s %s has no x-scopes list", rt.Method, rt.Path)
+			continue
+		}
+		for _, v := range raw {
+			s, _ := v.(string)
+			got = append(got, s)
+		}
+		if got == nil {
+			got = []string{}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s %s: x-scopes %v, want %v (route %s)", rt.Method, rt.Path, got, want, rt.Name)
+		}
+		var roles []string
+		if op.Security != nil {
+			for _, req := range *op.Security {
+				roles = append(roles, req["adminToken"]...)
+			}
+		}
+		if rt.Scope == gateway.ScopeOpen {
+			if op.Security == nil || len(*op.Security) != 0 {
+				t.Errorf("%s %s is open but its security is %v, want []", rt.Method, rt.Path, op.Security)
+			}
+			continue
+		}
+		if !slices.Equal(roles, want) {
+			t.Errorf("%s %s: the security requirement's roles are %v, want %v", rt.Method, rt.Path, roles, want)
+		}
+		mention := "Scope: `" + rt.Scope + "`."
+		if rt.Scope == gateway.ScopeBootstrap {
+			mention = "Only the bootstrap admin token"
+		}
+		if !strings.Contains(op.Description, mention) {
+			t.Errorf("%s %s: the description does not say %q", rt.Method, rt.Path, mention)
+		}
+	}
+}
+
 // routeOf returns the route label the gateway logged for resp's request.
 func routeOf(tb testing.TB, h *Harness, resp *http.Response) string {
 	tb.Helper()
@@ -300,10 +360,11 @@ func routeOf(tb testing.TB, h *Harness, resp *http.Response) string {
 // sampleRequest builds a request of o from the document alone: path and
 // required query parameters from their examples, the body from the first
 // request example.
-func sampleRequest(tb testing.TB, o docOp) (u string, body []byte, contentType string) {
+func sampleRequest(tb testing.TB, o docOp) (u string, body []byte, contentType string, hdr http.Header) {
 	tb.Helper()
 	u = o.Path
 	q := url.Values{}
+	hdr = http.Header{}
 	for _, p := range append(slices.Clone(o.Item.Parameters), o.Op.Parameters...) {
 		v := fmt.Sprint(p.Value.Example)
 		switch {
@@ -313,6 +374,8 @@ func sampleRequest(tb testing.TB, o docOp) (u string, body []byte, contentType s
 			u = strings.Replace(u, "{"+p.Value.Name+"}", url.PathEscape(v), 1)
 		case p.Value.In == "query" && p.Value.Required:
 			q.Set(p.Value.Name, v)
+		case p.Value.In == "header" && p.Value.Required:
+			hdr.Set(p.Value.Name, v)
 		}
 	}
 	if strings.Contains(u, "{") {
@@ -322,25 +385,26 @@ func sampleRequest(tb testing.TB, o docOp) (u string, body []byte, contentType s
 		u += "?" + q.Encode()
 	}
 	if o.Op.RequestBody == nil {
-		return u, nil, ""
+		return u, nil, "", hdr
 	}
 	for ct, mt := range o.Op.RequestBody.Value.Content {
 		switch ct {
 		case "*/*":
-			return u, []byte("hello"), "text/plain"
+			return u, []byte("hello"), "text/plain", hdr
 		case "application/offset+octet-stream": // tus: bytes at an offset
-			return u, []byte("hello"), ct
+			hdr.Set("Content-Type", ct)
+			return u, []byte("hello"), ct, hdr
 		}
 		if names := slices.Sorted(maps.Keys(mt.Examples)); len(names) > 0 {
 			b, err := json.Marshal(mt.Examples[names[0]].Value.Value)
 			if err != nil {
 				tb.Fatal(err)
 			}
-			return u, b, ct
+			return u, b, ct, hdr
 		}
 	}
 	tb.Fatalf("%s: a request body without an example", o)
-	return "", nil, ""
+	return "", nil, "", nil
 }
 
 // ---- examples ----
@@ -472,6 +536,7 @@ type call struct {
 	body         string
 	header       http.Header
 	noToken      bool
+	key          string // the credential, when not the bootstrap token
 	want         int
 	// docRefuses: the document itself refuses the request (an unknown
 	// field, a value out of range, no token), as the server does.
@@ -497,7 +562,11 @@ func (x *exchanger) do(tb testing.TB, c call) (*http.Response, []byte) {
 			req.Header[k] = v
 		}
 		if !c.noToken {
-			req.Header.Set("Authorization", "Bearer "+testAdminToken)
+			tok := testAdminToken
+			if c.key != "" {
+				tok = c.key
+			}
+			req.Header.Set("Authorization", "Bearer "+tok)
 		}
 		return req
 	}
@@ -564,7 +633,9 @@ func (x *exchanger) do(tb testing.TB, c call) (*http.Response, []byte) {
 // ledger and store, and validates each request and answer.
 func TestOpenAPIRealExchangesValidate(t *testing.T) {
 	h := MustHarness(t, func(o *gateway.Options) {
-		o.UploadIdleTimeout = 200 * time.Millisecond
+		// Short enough for the stalled upload below (5 s of silence), long
+		// enough that a loaded machine never stalls an ordinary one.
+		o.UploadIdleTimeout = time.Second
 		o.UploadLockWait = 100 * time.Millisecond
 	})
 	x := newExchanger(t, h)
@@ -673,7 +744,43 @@ func TestOpenAPIRealExchangesValidate(t *testing.T) {
 	}
 	ok("POST", "/v1/links", `{"object":{"key":"doomed.bin"},"downloads":1,"expires_in":60}`, http.StatusConflict)
 
-	// Resumable uploads (tus 1.0, SPEC §11).
+	// Keys.
+	_, b = x.do(t, call{method: "POST", path: "/v1/keys", body: `{"name":"ci uploads","scopes":["objects:write","links:write"],"expires_in":7776000}`, want: http.StatusCreated})
+	ci := mustJSON[keyJSON](t, b)
+	_, b = x.do(t, call{method: "POST", path: "/v1/keys", body: `{"name":"manager","scopes":["keys:write","audit:read"]}`, want: http.StatusCreated})
+	manager := mustJSON[keyJSON](t, b)
+	x.do(t, call{method: "POST", path: "/v1/keys", key: manager.Key, body: `{"name":"reader","scopes":["audit:read"]}`, want: http.StatusCreated})
+	x.do(t, call{method: "POST", path: "/v1/keys", key: manager.Key, body: `{"name":"escalation","scopes":["links:write"]}`, want: http.StatusForbidden})
+	x.do(t, call{method: "POST", path: "/v1/keys", body: `{"name":"x","scopes":["links:admin"]}`, want: http.StatusBadRequest, docRefuses: true})
+	x.do(t, call{method: "POST", path: "/v1/keys", body: `{"name":"x","scopes":[]}`, want: http.StatusBadRequest, docRefuses: true})
+	x.do(t, call{method: "POST", path: "/v1/keys", body: `{"name":" x","scopes":["links:read"]}`, want: http.StatusBadRequest})
+	x.do(t, call{method: "POST", path: "/v1/keys", body: `{"name":"x","scopes":["links:read"],"expires_in":0}`, want: http.StatusBadRequest, docRefuses: true})
+	// The CI key at work, and seen used.
+	x.doPut(t, "/v1/objects/ci/build.tar", "tar", "application/x-tar", http.StatusCreated)
+	x.do(t, call{method: "POST", path: "/v1/links", key: ci.Key, body: `{"object":{"key":"ci/build.tar"},"downloads":1,"expires_in":60}`, want: http.StatusCreated})
+	keys := mustJSON[struct {
+		Next string `json:"next_cursor"`
+	}](t, ok("GET", "/v1/keys?limit=1", "", http.StatusOK))
+	ok("GET", "/v1/keys?limit=2&cursor="+url.QueryEscape(keys.Next), "", http.StatusOK)
+	ok("GET", "/v1/keys?cursor=nonsense", "", http.StatusBadRequest)
+	x.do(t, call{method: "GET", path: "/v1/keys?limit=0", want: http.StatusBadRequest, docRefuses: true})
+	ok("DELETE", "/v1/keys/"+ci.ID, "", http.StatusNoContent)
+	ok("DELETE", "/v1/keys/"+ci.ID, "", http.StatusNoContent)
+	ok("DELETE", "/v1/keys/"+unknownID, "", http.StatusNotFound)
+
+	// Audit.
+	audit := mustJSON[struct {
+		Next string `json:"next_cursor"`
+	}](t, ok("GET", "/v1/audit?limit=2", "", http.StatusOK))
+	ok("GET", "/v1/audit?limit=2&cursor="+url.QueryEscape(audit.Next), "", http.StatusOK)
+	x.do(t, call{method: "GET", path: "/v1/audit?" + url.Values{"actor": {manager.ID}, "action": {"key.created"}, "target_id": {ci.ID},
+		"after": {"2031-03-04T00:00:00Z"}, "before": {"2031-03-05T00:00:00Z"}}.Encode(), key: manager.Key, want: http.StatusOK})
+	x.do(t, call{method: "GET", path: "/v1/audit?action=link.deleted", want: http.StatusBadRequest, docRefuses: true})
+	ok("GET", "/v1/audit?colour=red", "", http.StatusBadRequest)
+	ok("GET", "/v1/audit?cursor=nonsense", "", http.StatusBadRequest)
+	// Resumable uploads (tus 1.0, SPEC §11). The refusals above count
+	// against the address's failed authentications: a new window.
+	h.Clock.Advance(refusal.AuthWindow)
 	tus := func(hd ...string) http.Header {
 		out := http.Header{"Tus-Resumable": {"1.0.0"}}
 		for i := 0; i < len(hd); i += 2 {
@@ -717,12 +824,27 @@ func TestOpenAPIRealExchangesValidate(t *testing.T) {
 		req.Header = bytesAt("0")
 		req.Header.Set("Authorization", "Bearer "+testAdminToken)
 		req.ContentLength = 1 << 20
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
 			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest { // its body breaks off: ERR_UNEXPECTED_EOF
+				t.Logf("the PATCH that held the lock ended %d", resp.StatusCode)
+			}
 		}
 	}()
-	if _, err := pw.Write([]byte("first")); err != nil { // returns once the gateway read it: the PATCH holds the lock
+	if _, err := pw.Write([]byte("first")); err != nil {
 		t.Fatal(err)
+	}
+	// The PATCH holds the lock once the ledger says so (a written pipe
+	// only says the client's transport took the bytes).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		u, err := h.DB.UploadGet(context.Background(), path.Base(held))
+		if err == nil && u.Holder != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the trickling PATCH never took the upload's lock: %+v, %v", u, err)
+		}
 	}
 	stop := make(chan struct{})
 	go func() {
@@ -760,17 +882,37 @@ func TestOpenAPIRealExchangesValidate(t *testing.T) {
 	x.do(t, call{method: "PATCH", path: expired, header: bytesAt("0"), upload: func() (io.Reader, int64) { return strings.NewReader("hello"), 5 }, body: "hello", want: http.StatusGone})
 
 	// Without the token: every secured operation is a documented 401.
+	// Then a key without the operation's scope: a documented 403.
+	h.Clock.Advance(refusal.AuthWindow)
+	noScope := mustJSON[keyJSON](t, ok("POST", "/v1/keys", `{"name":"objects reader","scopes":["objects:read"]}`, http.StatusCreated))
 	for _, o := range docOps(x.doc) {
 		if !secured(x.doc, o.Op) {
 			continue
 		}
-		u, body, ctype := sampleRequest(t, o)
-		c := call{method: o.Method, path: u, body: string(body), noToken: true, want: http.StatusUnauthorized, docRefuses: true}
+		u, body, ctype, hdr := sampleRequest(t, o)
+		c := call{method: o.Method, path: u, body: string(body), header: hdr, noToken: true, want: http.StatusUnauthorized, docRefuses: true}
 		if ctype != "" && ctype != "application/json" {
 			c.body = "" // an upload: the 401 comes before the body is read
 		}
+		h.Clock.Advance(refusal.AuthWindow) // one failure per window: the throttle comes next
+		x.do(t, c)
+		c.noToken, c.key, c.want, c.docRefuses, c.body = false, noScope.Key, http.StatusForbidden, false, string(body)
 		x.do(t, c)
 	}
+	// An address that failed 21 times within 10 s: every secured
+	// operation is a documented 429 for 10 s, even with the admin token.
+	h.Clock.Advance(refusal.AuthWindow)
+	for range refusal.AuthFailures + 1 {
+		x.do(t, call{method: "GET", path: "/v1/links", key: unknownKey, want: http.StatusUnauthorized})
+	}
+	for _, o := range docOps(x.doc) {
+		if !secured(x.doc, o.Op) {
+			continue
+		}
+		u, body, _, hdr := sampleRequest(t, o)
+		x.do(t, call{method: o.Method, path: u, body: string(body), header: hdr, want: http.StatusTooManyRequests})
+	}
+	h.Clock.Advance(refusal.AuthWindow)
 
 	// Operations.
 	for _, m := range []string{"GET", "HEAD"} {

@@ -194,8 +194,9 @@ func New(opts Options) (*Server, error) {
 		HidePreviewDetails: opts.HidePreviewDetails, ClientAddr: opts.ClientAddr, RefusalHold: opts.RefusalHold, Now: opts.Now,
 	})
 	s.admin = admin.New(admin.Config{
-		Admin: opts.Ledger, Objects: opts.Ledger, Store: opts.Store, Keys: keys, Warm: w, Log: log,
-		PublicURL: opts.PublicURL, AdminToken: opts.AdminToken, Defaults: opts.Defaults, Now: opts.Now,
+		Admin: opts.Ledger, Objects: opts.Ledger, APIKeys: opts.Ledger, Audit: opts.Ledger, Store: opts.Store, Keys: keys, Warm: w, Log: log,
+		PublicURL: opts.PublicURL, AdminToken: opts.AdminToken, ClientAddr: opts.ClientAddr, Metrics: m,
+		Defaults: opts.Defaults, Now: opts.Now,
 	})
 	if opts.Uploads == nil {
 		opts.Uploads, _ = opts.Ledger.(ledger.Uploads)
@@ -213,6 +214,11 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 		s.uploads = u
+	}
+	for _, rt := range s.adminRoutes() {
+		if err := checkScope(rt); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }

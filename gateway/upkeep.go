@@ -65,8 +65,9 @@ func (s *Server) sweepObjects(ctx context.Context) {
 }
 
 // purgeAudit deletes links dead for AuditRetention, with their grants and
-// sessions, and the tombstones of versions deleted as long ago. 0 keeps
-// everything.
+// sessions, the tombstones of versions deleted as long ago, audit entries
+// older than that and keys revoked or expired as long ago. 0 keeps
+// everything. It goes on while any of the four comes back a full batch.
 func (s *Server) purgeAudit(ctx context.Context) {
 	if s.AuditRetention <= 0 {
 		return
@@ -81,10 +82,13 @@ func (s *Server) purgeAudit(ctx context.Context) {
 		}
 		s.metrics.Swept.WithLabelValues("links_purged").Add(float64(res.Links))
 		s.metrics.Swept.WithLabelValues("tombstones_purged").Add(float64(res.Tombstones))
-		if res.Links > 0 || res.Tombstones > 0 {
-			s.log.InfoContext(ctx, "retention: purged", "links", res.Links, "tombstones", res.Tombstones)
+		s.metrics.Swept.WithLabelValues("audit_entries_purged").Add(float64(res.Audit))
+		s.metrics.Swept.WithLabelValues("keys_purged").Add(float64(res.Keys))
+		if res.Links > 0 || res.Tombstones > 0 || res.Audit > 0 || res.Keys > 0 {
+			s.log.InfoContext(ctx, "retention: purged", "links", res.Links, "tombstones", res.Tombstones,
+				"audit_entries", res.Audit, "keys", res.Keys)
 		}
-		if res.Links < retentionBatch && res.Tombstones < retentionBatch {
+		if max(res.Links, res.Tombstones, res.Audit, res.Keys) < retentionBatch {
 			return
 		}
 	}
@@ -140,7 +144,8 @@ func (s *Server) RunSweeper(ctx context.Context, interval time.Duration) {
 			}
 			s.metrics.Swept.WithLabelValues("sessions_ended").Add(float64(res.SessionsEnded))
 			s.metrics.Swept.WithLabelValues("leases_cleared").Add(float64(res.LeasesCleared))
-			if res.SessionsEnded < 500 && res.LeasesCleared < 500 {
+			s.metrics.Swept.WithLabelValues("console_sessions_purged").Add(float64(res.ConsoleSessionsPurged))
+			if max(res.SessionsEnded, res.LeasesCleared, res.ConsoleSessionsPurged) < 500 {
 				break
 			}
 		}

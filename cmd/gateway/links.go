@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -60,7 +58,7 @@ type adminFlags struct {
 
 func (a *adminFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.url, "admin-url", "", "admin API base `URL` (env GATEWAY_ADMIN_URL)")
-	fs.StringVar(&a.token, "admin-token", "", "admin bearer `token` (env GATEWAY_ADMIN_TOKEN)")
+	fs.StringVar(&a.token, "admin-token", "", "admin bearer `token`: the admin token or an API key (env GATEWAY_ADMIN_TOKEN)")
 	fs.StringVar(&a.ca, "admin-ca", "", "PEM `file` of CA certificates trusted, besides the system's, for an https admin URL (env GATEWAY_ADMIN_CA)")
 }
 
@@ -485,25 +483,8 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 	})
 }
 
-// printJSON prints a link as the server sent it, indented, so that fields
-// this client does not know are shown too.
-func printJSON(w io.Writer, l client.Link) error {
-	var buf bytes.Buffer
-	if len(l.Raw) > 0 {
-		if err := json.Indent(&buf, l.Raw, "", "  "); err != nil {
-			return err
-		}
-	} else {
-		b, err := json.MarshalIndent(l, "", "  ")
-		if err != nil {
-			return err
-		}
-		buf.Write(b)
-	}
-	buf.WriteByte('\n')
-	_, err := buf.WriteTo(w)
-	return err
-}
+// printJSON prints a link as the server sent it, indented.
+func printJSON(w io.Writer, l client.Link) error { return printRaw(w, l.Raw, l) }
 
 // plural writes "1 download", "3 downloads".
 func plural(n int, noun string) string {

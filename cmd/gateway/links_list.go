@@ -28,11 +28,15 @@ type pageFlags struct {
 }
 
 func registerPageFlags(fs *flag.FlagSet, what string) pageFlags {
+	one := strings.TrimSuffix(what, "s")
+	if base, ok := strings.CutSuffix(what, "ies"); ok {
+		one = base + "y"
+	}
 	return pageFlags{
 		limit:  fs.Int("limit", 0, "at most `N` "+what+" per page, 1 to 500 (default 100)"),
 		cursor: fs.String("cursor", "", "start at this `cursor`, printed when more "+what+" remain"),
 		all:    fs.Bool("all", false, "follow every page instead of stopping after one"),
-		json:   fs.Bool("json", false, "print JSON lines, one per "+strings.TrimSuffix(what, "s")+" (the default when stdout is not a terminal)"),
+		json:   fs.Bool("json", false, "print JSON lines, one per "+one+" (the default when stdout is not a terminal)"),
 	}
 }
 

@@ -105,6 +105,10 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return (&linksCommand{main: m}).Run(ctx, args)
 	case "objects":
 		return (&objectsCommand{main: m}).Run(ctx, args)
+	case "keys":
+		return (&keysCommand{main: m}).Run(ctx, args)
+	case "audit":
+		return (&auditCommand{main: m}).Run(ctx, args)
 	case "version":
 		return (&versionCommand{main: m}).Run(ctx, args)
 	case "help", "-h", "-help", "--help":
@@ -119,11 +123,11 @@ func (m *Main) help(args []string) error {
 		fmt.Fprint(m.Stdout, mainUsage)
 		return nil
 	}
-	if len(args) > 1 && (args[0] == "links" || args[0] == "objects") {
+	if len(args) > 1 && (args[0] == "links" || args[0] == "objects" || args[0] == "keys") {
 		return m.Run(context.Background(), []string{args[0], args[1], "-h"})
 	}
 	switch args[0] {
-	case "serve", "migrate", "links", "objects", "version":
+	case "serve", "migrate", "links", "objects", "keys", "audit", "version":
 		return m.Run(context.Background(), []string{args[0], "-h"})
 	}
 	return usagef("unknown help topic %q; run 'gateway help'", args[0])
@@ -142,6 +146,10 @@ Usage:
   gateway links top-up ID N [--reason R]
   gateway objects delete KEY --version V [--force]
   gateway objects digest --all [flags]
+  gateway keys create NAME --scope S [--scope S…] [--expires-in D]
+  gateway keys list [--json]
+  gateway keys revoke ID
+  gateway audit [--actor ID] [--action A] [--target ID] [--json]
   gateway version
 
 Run 'gateway help COMMAND' for a command's flags.

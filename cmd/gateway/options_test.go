@@ -38,8 +38,15 @@ func (b *lockedBuffer) String() string {
 // listeners.
 func MustServe(tb testing.TB) (public, admin string) {
 	tb.Helper()
+	return MustServeIn(tb, tb.TempDir())
+}
+
+// MustServeIn is MustServe with dataDir as GATEWAY_DATA_DIR, where the
+// embedded default keeps its admin token.
+func MustServeIn(tb testing.TB, dataDir string) (public, admin string) {
+	tb.Helper()
 	env := map[string]string{
-		"GATEWAY_DATA_DIR": tb.TempDir(), "GATEWAY_LISTEN": "127.0.0.1:0", "GATEWAY_ADMIN_LISTEN": "127.0.0.1:0",
+		"GATEWAY_DATA_DIR": dataDir, "GATEWAY_LISTEN": "127.0.0.1:0", "GATEWAY_ADMIN_LISTEN": "127.0.0.1:0",
 		"GATEWAY_LOG_LEVEL": "error",
 	}
 	cfg, err := config.Load(nil, func(k string) string { return env[k] })

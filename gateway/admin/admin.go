@@ -1,21 +1,24 @@
 // Package admin serves the admin API on GATEWAY_ADMIN_LISTEN (SPEC §6):
 // links (create, list, show, revoke, allowance, grants), sessions
-// (revoke), objects (upload, delete), and the OpenAPI document that
-// describes them (openapi.json). Every route is declared once, in the
-// gateway's route table; this package holds the handlers.
+// (revoke), objects (upload, delete), operators' keys (create, list,
+// revoke), the audit trail, and the OpenAPI document that describes them
+// (openapi.json). Every route is declared once, with its scope, in the
+// gateway's route table; this package holds the handlers and the check
+// of keys and scopes (auth.go).
 package admin
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/dlgate/dlgate/gateway/metrics"
 	"github.com/dlgate/dlgate/gateway/problem"
 	"github.com/dlgate/dlgate/gateway/warm"
 	"github.com/dlgate/dlgate/ledger"
@@ -29,6 +32,10 @@ import (
 type Config struct {
 	Admin   ledger.Admin
 	Objects ledger.ObjectLedger
+	// APIKeys are the operators' keys (auth.go, keys.go); Audit the
+	// trail of their changes (audit.go).
+	APIKeys ledger.Keys
+	Audit   ledger.Audit
 	Store   storage.Store
 	Keys    *token.Keys
 	// Warm lets go at once of the sessions this process keeps warm when
@@ -37,8 +44,14 @@ type Config struct {
 	Log  *slog.Logger
 	// PublicURL is the base of link URLs, without a trailing slash.
 	PublicURL string
-	// AdminToken is GATEWAY_ADMIN_TOKEN.
+	// AdminToken is GATEWAY_ADMIN_TOKEN, the bootstrap token: every
+	// scope, and the only credential of the bootstrap routes. Empty: none
+	// is accepted.
 	AdminToken string
+	// ClientAddr names a request's client (SPEC §8, trusted proxies
+	// applied): failed authentications are counted per address.
+	ClientAddr func(*http.Request) netip.Addr
+	Metrics    *metrics.Metrics
 	// Defaults are the gateway-wide session defaults (SPEC §4), shown
 	// resolved on each link.
 	Defaults sessions.Defaults
@@ -46,29 +59,18 @@ type Config struct {
 }
 
 // Handler serves the admin API.
-type Handler struct{ Config }
+type Handler struct {
+	Config
+	auth *verifier
+}
 
 // New returns the admin API's handler.
-func New(c Config) *Handler { return &Handler{Config: c} }
+func New(c Config) *Handler {
+	return &Handler{Config: c, auth: newVerifier(c.APIKeys, c.AdminToken, c.Metrics.AdminKeyLookups.Inc)}
+}
 
 // now is the server clock in the ledger's precision.
 func (h *Handler) now() time.Time { return ledger.Micro(h.Now()) }
-
-// RequireAdmin checks the admin bearer token in constant time.
-func (h *Handler) RequireAdmin(next http.Handler) http.Handler {
-	want := []byte(h.AdminToken)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// RFC 9110 §11.1: the scheme name is case-insensitive.
-		scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || len(want) == 0 ||
-			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="admin"`)
-			problem.Write(w, r, problem.AdminUnauthorized, "")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
 
 // decodeJSON reads a small JSON body strictly: unknown fields, trailing
 // data and bodies over 64 KiB are a 400.

@@ -25,15 +25,8 @@ var listParams = []string{"cursor", "limit", "account", "object_key", "state", "
 // ledger, which alone knows its format.
 func parseListQuery(v url.Values) (ledger.ListQuery, string) {
 	var q ledger.ListQuery
-	for name, vals := range v {
-		switch {
-		case !knownListParam(name):
-			return q, fmt.Sprintf("Unknown query parameter %q; known: %s.", name, strings.Join(listParams, ", "))
-		case len(vals) > 1:
-			return q, name + " is given more than once."
-		case vals[0] == "" && name != "cursor":
-			return q, name + " must not be empty."
-		}
+	if d := checkParams(v, listParams); d != "" {
+		return q, d
 	}
 	q.Cursor = v.Get("cursor")
 	if s := v.Get("limit"); s != "" {
@@ -73,15 +66,6 @@ func parseListQuery(v url.Values) (ledger.ListQuery, string) {
 	return q, ""
 }
 
-func knownListParam(name string) bool {
-	for _, p := range listParams {
-		if p == name {
-			return true
-		}
-	}
-	return false
-}
-
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 // linkListItem is a link in the listing: GET /v1/links/{id}'s body
@@ -102,7 +86,7 @@ func (h *Handler) ListLinks(w http.ResponseWriter, r *http.Request) {
 	page, err := h.Admin.LinkList(r.Context(), q)
 	if errors.Is(err, ledger.ErrInvalid) {
 		// Every other parameter was checked above: it is the cursor.
-		problem.Write(w, r, problem.BadRequest, "cursor is not one this API returned; pass a previous page's next_cursor unchanged.")
+		problem.Write(w, r, problem.BadRequest, badCursor)
 		return
 	}
 	if err != nil {

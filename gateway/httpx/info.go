@@ -29,6 +29,9 @@ type Info struct {
 	// Client is the client address once the caller was authenticated
 	// (trusted proxies applied, SPEC §8).
 	Client string
+	// Actor is the admin API key the request authenticated with (its id,
+	// or "bootstrap" for the admin token), once it did.
+	Actor string
 	// Affinity says how session affinity answered a link URL (SPEC §5):
 	// "reused" when the request was sent to the client's existing
 	// session instead of claiming, "minted" when it claimed one.

@@ -30,6 +30,11 @@ type Metrics struct {
 	// The refusal limiter (refusals.go).
 	RefusalsThrottled *prometheus.CounterVec
 	RefusalPenalties  *prometheus.CounterVec
+	// The admin listener's authentication (gateway/admin/auth.go).
+	AdminAuthFailures  *prometheus.CounterVec
+	AdminAuthThrottled prometheus.Counter
+	AdminAuthPenalties prometheus.Counter
+	AdminKeyLookups    prometheus.Counter
 }
 
 // New makes the series, and the build, Go and process collectors, on a
@@ -77,6 +82,18 @@ func New(version string) *Metrics {
 		RefusalPenalties: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_refusal_penalties_total", Help: "Penalties begun: a client drew too many refusals on one token.",
 		}, []string{"route"}),
+		AdminAuthFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_admin_auth_failures_total", Help: "Admin requests refused 401, by reason (missing, malformed, unknown, revoked, expired).",
+		}, []string{"reason"}),
+		AdminAuthThrottled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gateway_admin_auth_throttled_total", Help: "Admin requests answered 429 because their address failed to authenticate too often.",
+		}),
+		AdminAuthPenalties: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gateway_admin_auth_penalties_total", Help: "Penalties begun: an address failed to authenticate on the admin listener too often.",
+		}),
+		AdminKeyLookups: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gateway_admin_key_lookups_total", Help: "Admin API keys looked up in the database (not found in this process's short cache of verified keys).",
+		}),
 	}
 	if version == "" {
 		version = "dev"
@@ -89,6 +106,7 @@ func New(version string) *Metrics {
 	m.Reg.MustRegister(buildInfo)
 	m.Reg.MustRegister(m.Requests, m.Duration, m.BodyBytes, m.Claims, m.Refunds, m.Sessions, m.Previews, m.AuthFailures,
 		m.Streaming, m.BudgetDraw, m.Swept, m.RefusalsThrottled, m.RefusalPenalties,
+		m.AdminAuthFailures, m.AdminAuthThrottled, m.AdminAuthPenalties, m.AdminKeyLookups,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -61,7 +61,15 @@ var (
 	AuthUnavailable = Problem{http.StatusServiceUnavailable, "authentication-unavailable", "Credentials cannot be checked right now",
 		"The keys to check your sign-in could not be loaded. Try again in a moment."}
 	AdminUnauthorized = Problem{http.StatusUnauthorized, "unauthorized", "A valid admin bearer token is required", ""}
-	BudgetExhausted   = Problem{http.StatusForbidden, "byte-budget-exhausted", "The session's byte budget is spent",
+	// The admin key is valid but does not hold the scope its route
+	// declares (SPEC §6); the detail names the scope.
+	InsufficientScope = Problem{http.StatusForbidden, "insufficient-scope", "The key does not hold the scope this request needs", ""}
+	// An address that failed to authenticate too often on the admin
+	// listener (gateway/admin/auth.go): no key is checked until
+	// Retry-After.
+	TooManyAuthFailures = Problem{http.StatusTooManyRequests, "too-many-authentication-failures",
+		"Too many failed authentications from this address", ""}
+	BudgetExhausted = Problem{http.StatusForbidden, "byte-budget-exhausted", "The session's byte budget is spent",
 		"This transfer session has sent all the data it may send. Open the original download link again if it allows another download."}
 	TooManyRequests = Problem{http.StatusTooManyRequests, "too-many-concurrent-requests", "Too many concurrent requests for this session",
 		"Too many downloads of this transfer are running at once. Wait a moment and try again."}
@@ -122,6 +130,7 @@ var errorTable = []struct {
 	{ledger.ErrRevoked, LinkRevoked},
 	{ledger.ErrPinned, ObjectPinned},
 	{ledger.ErrObjectDeleted, ObjectDeleted},
+	{ledger.ErrForbidden, InsufficientScope},
 	{ledger.ErrInvalid, BadRequest},
 	{ledger.ErrAmbiguous, DatabaseUnavailable},
 	{ledger.ErrUnavailable, DatabaseUnavailable},

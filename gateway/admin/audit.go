@@ -1,0 +1,109 @@
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dlgate/dlgate/gateway/httpx"
+	"github.com/dlgate/dlgate/gateway/problem"
+	"github.com/dlgate/dlgate/ledger"
+)
+
+// auditParams are the query parameters of GET /v1/audit (SPEC §6).
+var auditParams = []string{"actor", "action", "target_id", "after", "before", "cursor", "limit"}
+
+// auditEntryBody is an entry as GET /v1/audit shows it.
+type auditEntryBody struct {
+	ID    string `json:"id"`
+	At    string `json:"at"`
+	Actor struct {
+		KeyID   string `json:"key_id"`
+		KeyName string `json:"key_name"`
+	} `json:"actor"`
+	Action string `json:"action"`
+	Target struct {
+		Type string `json:"type"`
+		ID   string `json:"id"`
+	} `json:"target"`
+	RequestID *string         `json:"request_id"`
+	Details   json.RawMessage `json:"details"`
+}
+
+// parseAuditQuery reads GET /v1/audit's query into a ledger query, or
+// returns the one-line detail of a 400. The cursor is checked by the
+// ledger, which alone knows its format.
+func parseAuditQuery(v url.Values) (ledger.AuditQuery, string) {
+	var q ledger.AuditQuery
+	cursor, limit, detail := parsePage(v, auditParams)
+	if detail != "" {
+		return q, detail
+	}
+	q.Cursor, q.Limit = cursor, limit
+	q.ActorKeyID = v.Get("actor")
+	if len(q.ActorKeyID) > 36 || strings.ContainsFunc(q.ActorKeyID, func(r rune) bool { return r <= ' ' || r > '~' }) {
+		return q, `actor must be a key id (a UUID, or "bootstrap" for the admin token).`
+	}
+	q.Action = v.Get("action")
+	if q.Action != "" && !slices.Contains(ledger.Actions(), q.Action) {
+		return q, "action must be one of " + strings.Join(ledger.Actions(), ", ") + "."
+	}
+	q.TargetID = v.Get("target_id")
+	if len(q.TargetID) > 1024 {
+		return q, "target_id must be at most 1024 bytes (an object key's length)."
+	}
+	for _, b := range []struct {
+		name string
+		t    *time.Time
+	}{{"after", &q.After}, {"before", &q.Before}} {
+		if s := v.Get(b.name); s != "" {
+			t, err := time.Parse(time.RFC3339, s)
+			if err != nil {
+				return q, b.name + " must be an RFC 3339 time, like 2030-01-02T03:04:05Z."
+			}
+			*b.t = t
+		}
+	}
+	return q, ""
+}
+
+// ListAudit serves GET /v1/audit: the audit trail newest first, a cursor
+// page at a time, filtered by actor, action, target and time.
+func (h *Handler) ListAudit(w http.ResponseWriter, r *http.Request) {
+	q, detail := parseAuditQuery(r.URL.Query())
+	if detail != "" {
+		problem.Write(w, r, problem.BadRequest, detail)
+		return
+	}
+	page, err := h.Audit.AuditList(r.Context(), q)
+	if errors.Is(err, ledger.ErrInvalid) {
+		// Every other parameter was checked above: it is the cursor.
+		problem.Write(w, r, problem.BadRequest, badCursor)
+		return
+	}
+	if err != nil {
+		problem.Fail(h.Log, w, r, err, problem.NotFound)
+		return
+	}
+	out := struct {
+		Entries    []auditEntryBody `json:"entries"`
+		NextCursor string           `json:"next_cursor,omitempty"`
+	}{Entries: make([]auditEntryBody, 0, len(page.Entries)), NextCursor: page.Next}
+	for _, e := range page.Entries {
+		b := auditEntryBody{ID: e.ID, At: httpx.RFC3339(e.At), Action: e.Action, Details: e.Details}
+		b.Actor.KeyID, b.Actor.KeyName = e.Actor.KeyID, e.Actor.KeyName
+		b.Target.Type, b.Target.ID = e.Target.Type, e.Target.ID
+		if e.Actor.RequestID != "" {
+			b.RequestID = &e.Actor.RequestID
+		}
+		if len(b.Details) == 0 {
+			b.Details = json.RawMessage("{}")
+		}
+		out.Entries = append(out.Entries, b)
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}

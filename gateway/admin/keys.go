@@ -1,0 +1,263 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/gorilla/mux"
+
+	"github.com/dlgate/dlgate/apikey"
+	"github.com/dlgate/dlgate/gateway/httpx"
+	"github.com/dlgate/dlgate/gateway/problem"
+	"github.com/dlgate/dlgate/ledger"
+)
+
+// Operators' keys (SPEC §6): POST /v1/keys makes one and shows its secret
+// once, GET /v1/keys lists them without it, DELETE /v1/keys/{id} revokes
+// one. All three need keys:write.
+
+// createKeyRequest is the body of POST /v1/keys.
+type createKeyRequest struct {
+	Name      string   `json:"name"`
+	Scopes    []string `json:"scopes"`
+	ExpiresIn *int64   `json:"expires_in"`
+}
+
+// createdKeyBody is the answer of POST /v1/keys: the only one that
+// carries the key's text.
+type createdKeyBody struct {
+	ID        string   `json:"id"`
+	Name      string   `json:"name"`
+	Scopes    []string `json:"scopes"`
+	Key       string   `json:"key"`
+	CreatedAt string   `json:"created_at"`
+	ExpiresAt *string  `json:"expires_at"`
+}
+
+// keyBody is a key in GET /v1/keys.
+type keyBody struct {
+	ID         string   `json:"id"`
+	Name       string   `json:"name"`
+	Scopes     []string `json:"scopes"`
+	CreatedAt  string   `json:"created_at"`
+	ExpiresAt  *string  `json:"expires_at"`
+	RevokedAt  *string  `json:"revoked_at"`
+	LastUsedAt *string  `json:"last_used_at"`
+}
+
+// maxKeyLifetime bounds expires_in, as a link's expiry is bounded.
+const maxKeyLifetime = 10 * 366 * 24 * time.Hour
+
+// CreateKey serves POST /v1/keys: a new key with the scopes asked for, its
+// text shown once. A key may only give scopes it holds itself (SPEC §6):
+// checked here against the caller's scopes for a clear 403, and again by
+// the ledger under the lock of the caller's key row, which also refuses a
+// caller revoked or expired meanwhile (401).
+func (h *Handler) CreateKey(w http.ResponseWriter, r *http.Request) {
+	var req createKeyRequest
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	scopes, detail := req.validate()
+	if detail != "" {
+		problem.Write(w, r, problem.BadRequest, detail)
+		return
+	}
+	caller, _ := PrincipalOf(r.Context())
+	if missing := caller.Scopes.Missing(scopes); len(missing) > 0 {
+		h.refuseGiving(w, r, missing[0])
+		return
+	}
+	text, hash := apikey.New()
+	p := ledger.KeyCreateParams{Name: req.Name, Scopes: scopes, SecretHash: hash}
+	if req.ExpiresIn != nil {
+		p.ExpiresAt = h.now().Add(time.Duration(*req.ExpiresIn) * time.Second)
+	}
+	k, err := h.APIKeys.KeyCreate(r.Context(), p)
+	var se *ledger.ScopeError
+	switch {
+	case errors.As(err, &se):
+		h.refuseGiving(w, r, se.Missing)
+		return
+	case errors.Is(err, ledger.ErrRefused):
+		// The caller's own key was revoked or expired after this process
+		// verified it: refused as it will be on its next request.
+		h.auth.forget(caller.KeyID)
+		h.Log.InfoContext(r.Context(), "key creation refused", "reason", ledger.ReasonOf(err), "key_id", caller.KeyID)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="admin", error="invalid_token"`)
+		problem.Write(w, r, problem.AdminUnauthorized, "")
+		return
+	case errors.Is(err, ledger.ErrConflict):
+		// Two random 32-byte secrets alike: never, short of a broken
+		// random source. Not the idempotency conflict the table names.
+		problem.Fail(h.Log, w, r, errors.New("admin: the hash of a new key is taken"), problem.NotFound)
+		return
+	case err != nil:
+		problem.Fail(h.Log, w, r, err, problem.NotFound)
+		return
+	}
+	h.Log.InfoContext(r.Context(), "key created", "new_key_id", k.ID, "scopes", k.Scopes.String())
+	// RFC 9111 §5.2.2.5: the one answer with the key's text is kept by no
+	// cache.
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusCreated, createdKeyBody{ID: k.ID, Name: k.Name, Scopes: k.Scopes.Strings(), Key: text,
+		CreatedAt: httpx.RFC3339(k.CreatedAt), ExpiresAt: httpx.RFC3339Ptr(k.ExpiresAt)})
+}
+
+// refuseGiving answers the 403 of a key asked to give a scope it lacks.
+func (h *Handler) refuseGiving(w http.ResponseWriter, r *http.Request, missing apikey.Scope) {
+	h.Log.InfoContext(r.Context(), "key creation refused", "reason", "insufficient_scope", "scope", string(missing))
+	w.Header().Set("WWW-Authenticate", `Bearer realm="admin", error="insufficient_scope", scope="`+string(missing)+`"`)
+	problem.Write(w, r, problem.InsufficientScope,
+		"This key does not hold the scope "+string(missing)+"; a key can only give the scopes it holds.")
+}
+
+// validate returns the scopes asked for, or the one-line detail of a 400.
+// The rules are the ledger's (ledger.KeyCreateParams.Validate), worded for
+// the caller.
+func (req *createKeyRequest) validate() (apikey.Scopes, string) {
+	switch {
+	case !validKeyName(req.Name):
+		return 0, fmt.Sprintf("name must be 1 to %d characters, without control characters or spaces at either end.", ledger.MaxKeyName)
+	case len(req.Scopes) == 0:
+		return 0, "scopes must name at least one scope: " + strings.Join(apikey.All().Strings(), ", ") + "."
+	case req.ExpiresIn != nil && (*req.ExpiresIn < 1 || *req.ExpiresIn > int64(maxKeyLifetime/time.Second)):
+		return 0, "expires_in must be between 1 second and 10 years."
+	}
+	var scopes apikey.Scopes
+	for _, name := range req.Scopes {
+		sc, err := apikey.ParseScope(name)
+		if err != nil {
+			return 0, fmt.Sprintf("Unknown scope %s; the scopes are %s.", quoteShort(name), strings.Join(apikey.All().Strings(), ", "))
+		}
+		scopes |= apikey.Of(sc)
+	}
+	return scopes, ""
+}
+
+// validKeyName is ledger's rule for a key's name.
+func validKeyName(s string) bool {
+	if s == "" || strings.TrimSpace(s) != s || !utf8.ValidString(s) || utf8.RuneCountInString(s) > ledger.MaxKeyName {
+		return false
+	}
+	return !strings.ContainsFunc(s, unicode.IsControl)
+}
+
+// quoteShort quotes a value the caller sent, cut to 40 bytes, for a
+// detail that names it.
+func quoteShort(s string) string {
+	if len(s) > 40 {
+		cut := 40
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		return strconv.Quote(s[:cut]) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// keyListParams are the query parameters of GET /v1/keys.
+var keyListParams = []string{"cursor", "limit"}
+
+// ListKeys serves GET /v1/keys: the keys newest first, revoked and expired
+// ones included, a cursor page at a time, never their text.
+func (h *Handler) ListKeys(w http.ResponseWriter, r *http.Request) {
+	cursor, limit, detail := parsePage(r.URL.Query(), keyListParams)
+	if detail != "" {
+		problem.Write(w, r, problem.BadRequest, detail)
+		return
+	}
+	page, err := h.APIKeys.KeyList(r.Context(), cursor, limit)
+	if errors.Is(err, ledger.ErrInvalid) {
+		problem.Write(w, r, problem.BadRequest, badCursor)
+		return
+	}
+	if err != nil {
+		problem.Fail(h.Log, w, r, err, problem.NotFound)
+		return
+	}
+	out := struct {
+		Keys       []keyBody `json:"keys"`
+		NextCursor string    `json:"next_cursor,omitempty"`
+	}{Keys: make([]keyBody, 0, len(page.Keys)), NextCursor: page.Next}
+	for _, k := range page.Keys {
+		out.Keys = append(out.Keys, keyBody{ID: k.ID, Name: k.Name, Scopes: k.Scopes.Strings(), CreatedAt: httpx.RFC3339(k.CreatedAt),
+			ExpiresAt: httpx.RFC3339Ptr(k.ExpiresAt), RevokedAt: httpx.RFC3339Ptr(k.RevokedAt), LastUsedAt: httpx.RFC3339Ptr(k.LastUsedAt)})
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+// RevokeKey serves DELETE /v1/keys/{id}: the key is refused from now on,
+// by this process at once and by every other within KeyCacheTTL, and its
+// console sessions end. Revoking a revoked key is 204 again.
+func (h *Handler) RevokeKey(w http.ResponseWriter, r *http.Request) {
+	id := mux.Vars(r)["id"]
+	err := h.APIKeys.KeyRevoke(r.Context(), id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		detail := ""
+		if id == ledger.BootstrapKeyID {
+			detail = "The bootstrap admin token is not a key: replace GATEWAY_ADMIN_TOKEN to retire it."
+		}
+		problem.Write(w, r, problem.NotFound, detail)
+		return
+	}
+	if err != nil {
+		problem.Fail(h.Log, w, r, err, problem.NotFound)
+		return
+	}
+	h.auth.forget(id)
+	h.Log.InfoContext(r.Context(), "key revoked", "revoked_key_id", id)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// badCursor is the detail of a 400 for a cursor the ledger refused.
+const badCursor = "cursor is not one this API returned; pass a previous page's next_cursor unchanged."
+
+// parsePage reads the cursor and limit of a listing whose only query
+// parameters are known, or returns the one-line detail of a 400: a
+// misspelt filter would otherwise list everything.
+func parsePage(v url.Values, known []string) (cursor string, limit int, detail string) {
+	if d := checkParams(v, known); d != "" {
+		return "", 0, d
+	}
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > ledger.MaxListLimit {
+			return "", 0, fmt.Sprintf("limit must be a whole number between 1 and %d.", ledger.MaxListLimit)
+		}
+		limit = n
+	}
+	return v.Get("cursor"), limit, ""
+}
+
+// checkParams refuses a query with a parameter not in known, one given
+// twice, or an empty one (the cursor aside).
+func checkParams(v url.Values, known []string) string {
+	for name, vals := range v {
+		switch {
+		case !contains(known, name):
+			return fmt.Sprintf("Unknown query parameter %s; known: %s.", quoteShort(name), strings.Join(known, ", "))
+		case len(vals) > 1:
+			return name + " is given more than once."
+		case vals[0] == "" && name != "cursor":
+			return name + " must not be empty."
+		}
+	}
+	return ""
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,119 @@
+package gateway_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/dlgate/dlgate/apikey"
+	"github.com/dlgate/dlgate/gateway"
+	"github.com/dlgate/dlgate/internal/refusal"
+)
+
+// matrixID stands for every {id} of the admin routes: a UUID no row has,
+// so that an allowed request is answered by its handler (404), not by the
+// check in front of it.
+const matrixID = "01a226c5-36c5-7cc5-9846-1e57c78d008f"
+
+// samplePath fills a route pattern's variables.
+func samplePath(pattern string) string {
+	r := strings.NewReplacer("{id}", matrixID, "{key:.+}", "matrix/a.txt", "{profile:.*}", "goroutine")
+	return r.Replace(pattern)
+}
+
+// TestEveryAdminRouteDeclaresAKnownScope walks the admin route table: every
+// route declares one scope of SPEC §6 or one of the two markers (open,
+// bootstrap), so a route added without one fails here (and gateway.New
+// refuses to start, TestNewRefusesAnAdminRouteWithoutAScope). It then
+// walks the served router: each route of the table, asked without a
+// credential, is reached (its access line names it) and answers 401,
+// unless it is open.
+func TestEveryAdminRouteDeclaresAKnownScope(t *testing.T) {
+	h := MustHarness(t)
+	routes := h.Server.AdminRoutes()
+	if len(routes) == 0 {
+		t.Fatal("the admin route table is empty")
+	}
+	for _, rt := range routes {
+		switch rt.Scope {
+		case gateway.ScopeOpen, gateway.ScopeBootstrap:
+		case "":
+			t.Errorf("%s %s (%s) declares no scope", rt.Method, rt.Pattern, rt.Name)
+		default:
+			if _, err := apikey.ParseScope(rt.Scope); err != nil {
+				t.Errorf("%s %s (%s) declares scope %q: %v", rt.Method, rt.Pattern, rt.Name, rt.Scope, err)
+			}
+		}
+	}
+	for _, rt := range routes {
+		// One failure per window: this test is not about the throttle.
+		h.Clock.Advance(refusal.AuthWindow)
+		resp, body := h.AdminDoAs(t, "", rt.Method, samplePath(rt.Pattern), nil, nil)
+		if got := routeOf(t, h, resp); got != rt.Name {
+			t.Errorf("%s %s reached route %q, want %q", rt.Method, samplePath(rt.Pattern), got, rt.Name)
+		}
+		open := rt.Scope == gateway.ScopeOpen
+		if unauthorized := resp.StatusCode == http.StatusUnauthorized; unauthorized == open {
+			t.Errorf("%s %s (scope %s) without a credential = %d %s", rt.Method, rt.Pattern, rt.Scope, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestEachAdminRouteNeedsItsScope is generated from the route table: for
+// every route and method, a key holding exactly the route's scope gets
+// past the check (neither 401 nor 403), and a key holding every other
+// scope gets 403 insufficient-scope naming it. A bootstrap route refuses
+// even a key with every scope; an open route needs no key.
+func TestEachAdminRouteNeedsItsScope(t *testing.T) {
+	h := MustHarness(t)
+	only := map[string]string{}   // scope → a key holding just it
+	others := map[string]string{} // scope → a key holding all but it
+	for _, sc := range apikey.All().List() {
+		only[string(sc)] = h.MustKey(t, "only "+string(sc), string(sc)).Key
+		others[string(sc)] = h.MustKey(t, "all but "+string(sc), (apikey.All() &^ apikey.Of(sc)).Strings()...).Key
+	}
+	every := h.MustKey(t, "every scope", apikey.All().Strings()...).Key
+	passes := func(rt gateway.AdminRoute, who, key string) {
+		t.Helper()
+		resp, body := h.AdminDoAs(t, key, rt.Method, samplePath(rt.Pattern), nil, nil)
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			t.Errorf("%s %s (scope %s) with %s = %d %s, want past the check", rt.Method, rt.Pattern, rt.Scope, who, resp.StatusCode, body)
+		}
+		if got := routeOf(t, h, resp); got != rt.Name {
+			t.Errorf("%s %s reached route %q, want %q", rt.Method, rt.Pattern, got, rt.Name)
+		}
+	}
+	refused := func(rt gateway.AdminRoute, who, key, naming string) {
+		t.Helper()
+		resp, body := h.AdminDoAs(t, key, rt.Method, samplePath(rt.Pattern), nil, nil)
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s %s (scope %s) with %s = %d %s, want 403", rt.Method, rt.Pattern, rt.Scope, who, resp.StatusCode, body)
+			return
+		}
+		if rt.Method != http.MethodHead { // a HEAD's 403 has no body, its challenge names the scope
+			p := mustProblem(t, resp, body, http.StatusForbidden, "insufficient-scope")
+			if !strings.Contains(p.Detail, naming) {
+				t.Errorf("%s %s with %s: the 403's detail %q does not name %s", rt.Method, rt.Pattern, who, p.Detail, naming)
+			}
+		}
+		if ch := resp.Header.Get("WWW-Authenticate"); !strings.Contains(ch, `error="insufficient_scope"`) {
+			t.Errorf("%s %s with %s: WWW-Authenticate = %q, want error=\"insufficient_scope\" (RFC 6750 §3.1)", rt.Method, rt.Pattern, who, ch)
+		}
+	}
+	counts := map[string]int{}
+	for _, rt := range h.Server.AdminRoutes() {
+		counts[rt.Scope]++
+		switch rt.Scope {
+		case gateway.ScopeOpen:
+			passes(rt, "no key", "")
+		case gateway.ScopeBootstrap:
+			passes(rt, "the bootstrap token", testAdminToken)
+			refused(rt, "a key with every scope", every, "GATEWAY_ADMIN_TOKEN")
+		default:
+			passes(rt, "a key of just "+rt.Scope, only[rt.Scope])
+			passes(rt, "the bootstrap token", testAdminToken)
+			refused(rt, "a key of every other scope", others[rt.Scope], rt.Scope)
+		}
+	}
+	t.Logf("routes by scope: %v", counts)
+}
