@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"math"
 	"net/http"
@@ -486,4 +487,80 @@ func TestOverHTTP2ADownloadCountsWhatItsStreamWrote(t *testing.T) {
 		t.Errorf("no access line says measured=false, though HTTP/2 downloads were served: %q", lines)
 	}
 	t.Logf("curl over TLS, a %d MiB stream link, whole and killed half-way at 4 MB/s:\n%s", size>>20, strings.Join(report, "\n"))
+}
+
+// TestACurlKilledHalfWayIsPartialAndItsRetryCompletesTheSameGrant: curl
+// with --limit-rate fetches a one-download stream link with retries: 1
+// straight from the gateway and is killed (SIGKILL) half-way. The grant
+// is partial, and its bytes_acked is at least what curl wrote and at most
+// that plus what the client's socket could hold acknowledged and unread
+// (its receive buffer, read with ss just before the kill) and curl's own
+// buffers (64 KiB: a kernel acknowledges what it receives, and a killed
+// process loses what it read and had not written). The same curl again
+// (same address and User-Agent: the same client, SPEC §5) is served the
+// whole object under the same grant: byte-exact, the grant complete with
+// 2 attempts, remaining unchanged. Another User-Agent is another client:
+// it claims, and the spent link answers 404; so does the same client's
+// third GET, whose grant is complete.
+func TestACurlKilledHalfWayIsPartialAndItsRetryCompletesTheSameGrant(t *testing.T) {
+	t.Parallel()
+	curl := MustBinary(t, "curl")
+	c := MustStartCluster(t, ClusterOptions{Processes: 1})
+	g, admin := c.Gateways[0], c.Admin()
+	obj := admin.MustUpload(t, "delivery/retry.bin", 32<<20)
+	size := int64(len(obj.Data))
+	l := admin.MustCreateLink(t, obj, LinkRequest{Downloads: 1, Retries: 1})
+	port := g.PublicAddr[strings.LastIndexByte(g.PublicAddr, ':')+1:]
+	dir := t.TempDir()
+	file := filepath.Join(dir, "retry.bin")
+
+	bg := MustStart(t, dir, curl, "-q", "-sS", "--limit-rate", "4M", "-o", file, g.On(l.URL))
+	var sk sockets
+	cutHalfWay(t, bg, "curl --limit-rate", func() int64 {
+		n := fileSize(file)
+		if n >= size/2 {
+			sk = readSockets(t, port) // the buffers at the moment of the kill
+		}
+		return n
+	}, size/2, syscall.SIGKILL, 10*time.Second, func() {})
+	wrote := fileSize(file)
+	gr := waitGrant(t, admin, l.ID, 10*time.Second, "the cut download was never recorded", func(d grantDelivery) bool { return d.Status != "none" })
+	d := gr.Delivery
+	if d.Status != "partial" || !d.Measured || d.Attempts != 1 || d.InterruptedAt == nil {
+		t.Errorf("after the kill: delivery %+v, want partial, measured, attempt 1, interrupted", d)
+	}
+	bound := wrote + sk.clientRcvBuf + 64<<10
+	if d.BytesAcked < wrote || d.BytesAcked > bound {
+		t.Errorf("bytes_acked %d, want between what curl wrote (%d) and that plus its receive buffer (%d) and 64 KiB (%d)", d.BytesAcked, wrote, sk.clientRcvBuf, bound)
+	}
+	t.Logf("curl killed half-way: wrote %d bytes; bytes_acked %d (+%d); at the kill its socket held %d unread bytes in a %d-byte receive buffer, the gateway's send queue %d",
+		wrote, d.BytesAcked, d.BytesAcked-wrote, sk.clientRecvQ, sk.clientRcvBuf, sk.gatewaySendQ)
+	admin.checkCounts(t, l.ID, 0, 1, 0)
+
+	// The same client again: the whole object under the same grant.
+	os.Remove(file)
+	MustRun(t, dir, curl, "-q", "-fsS", "-o", file, g.On(l.URL))
+	checkFile(t, file, obj)
+	gr = waitGrant(t, admin, l.ID, 10*time.Second, "the retry was never recorded complete", func(d grantDelivery) bool { return d.Status == "complete" })
+	if d := gr.Delivery; d.BytesAcked != size || d.Attempts != 2 || !d.Measured || d.DeliveredAt == nil || d.Coverage != 1 {
+		t.Errorf("after the retry: delivery %+v, want complete with every byte, 2 attempts", d)
+	}
+	admin.checkCounts(t, l.ID, 0, 1, 0)
+
+	// Another client, then the same one a third time: both claim, and the
+	// link has nothing left.
+	for _, ua := range []string{"another-agent/1.0", ""} {
+		args := []string{"-q", "-sS", "-o", os.DevNull, "-w", "%{http_code}"}
+		if ua != "" {
+			args = append(args, "-A", ua)
+		}
+		out := MustRun(t, dir, curl, append(args, g.On(l.URL))...)
+		if strings.TrimSpace(out) != "404" {
+			t.Errorf("GET by %q after the retry: %s, want 404", cmp.Or(ua, "the same curl"), out)
+		}
+	}
+	admin.checkCounts(t, l.ID, 0, 1, 0)
+	if gs := mustDeliveries(t, admin, l.ID, ""); len(gs) != 1 || gs[0].Delivery.Attempts != 2 {
+		t.Errorf("grants after the refusals: %+v, want the one grant, 2 attempts", gs)
+	}
 }
