@@ -137,6 +137,10 @@ type Options struct {
 	// refusals is held before it is sent (refusals.go; default
 	// DefaultRefusalHold, negative sends it at once).
 	RefusalHold time.Duration
+	// RetryLease is how long a retry of an interrupted stream download
+	// stays in flight without a renewal (default ledger.DefaultRetryLease;
+	// the stream renews it every third of it).
+	RetryLease time.Duration
 }
 
 // Server serves the public and admin routes.
@@ -191,7 +195,8 @@ func New(opts Options) (*Server, error) {
 	s.public = public.New(public.Config{
 		Claims: opts.Ledger, Deliveries: opts.Ledger, Warm: w, Pipeline: pipeline, Keys: keys, Auth: opts.Auth, Previews: opts.Previews,
 		Log: log, Metrics: m, PublicURL: opts.PublicURL, Defaults: opts.Defaults, Affinity: opts.Affinity,
-		HidePreviewDetails: opts.HidePreviewDetails, ClientAddr: opts.ClientAddr, RefusalHold: opts.RefusalHold, Now: opts.Now,
+		HidePreviewDetails: opts.HidePreviewDetails, ClientAddr: opts.ClientAddr, RefusalHold: opts.RefusalHold, RetryLease: opts.RetryLease,
+		Now: opts.Now,
 	})
 	s.admin = admin.New(admin.Config{
 		Admin: opts.Ledger, Objects: opts.Ledger, APIKeys: opts.Ledger, Audit: opts.Ledger, Store: opts.Store, Keys: keys, Warm: w, Log: log,
@@ -265,6 +270,7 @@ func (o Options) withDefaults() Options {
 		{&o.WarmRowTTL, warm.DefaultWarmRowTTL},
 		{&o.SlotIdle, warm.DefaultSlotIdle},
 		{&o.SlotWait, warm.DefaultSlotWait},
+		{&o.RetryLease, ledger.DefaultRetryLease},
 	}
 	for _, d := range durations {
 		if *d.v <= 0 {

@@ -177,6 +177,12 @@ type ClaimRequest struct {
 	AccountID string // the verified caller, "" when anonymous
 	Kind      string // KindStream or KindSession
 	Client    string // short client descriptor without secrets
+	// RetriesChecked says the caller asked GrantRetryBegin first and
+	// found no retry to serve: a GET of a stream link with retries then
+	// claims at once (Link.ClaimsAtOnce). Without it such a link is
+	// returned unclaimed, so that no download is spent before the retry
+	// was asked.
+	RetriesChecked bool
 }
 
 // Session is an expiring transfer session minted by a claim.
@@ -310,8 +316,8 @@ type Claims interface {
 	Claim(ctx context.Context, req ClaimRequest) (*Grant, error)
 	// LinkClaim is the download path's one call: it reads the link
 	// with token hash hash and, when a GET of its URL claims at once
-	// (Link.ClaimsAtOnce(confirmed), confirmed for a POST from the
-	// landing page), claims it with Claim's decrement, all in one
+	// (Link.ClaimsAtOnce(confirmed, req.RetriesChecked), confirmed for a
+	// POST from the landing page), claims it with Claim's decrement, all in one
 	// transaction (on MySQL one batch and its COMMIT or ROLLBACK).
 	// req.LinkID is ignored. Errors: ErrNotFound, ErrAmbiguous (with the
 	// outcome's link and grant), ErrUnavailable.
@@ -584,11 +590,16 @@ func (l *Link) Refusal(account string, now time.Time) Reason {
 }
 
 // ClaimsAtOnce reports whether a GET of l's URL claims it and streams the
-// object at once: delivery stream, and no confirmation asked unless the
-// request is the confirmation (a POST from the landing page). The claim by
-// token says the same in SQL (claimByTokenSQL); everything else asks this.
-func (l *Link) ClaimsAtOnce(confirmed bool) bool {
-	return l.Delivery == DeliveryStream && (!l.Confirm || confirmed)
+// object at once: delivery stream, no confirmation asked unless the
+// request is the confirmation (a POST from the landing page), and no
+// retries unless the caller already asked for one (retriesChecked,
+// ClaimRequest.RetriesChecked): a link with retries may serve an
+// interrupted download again without a claim (SPEC §1), which must be
+// asked before a download is spent. A link without retries costs what it
+// always did. The claim by token says the same in SQL (claimByTokenSQL);
+// everything else asks this.
+func (l *Link) ClaimsAtOnce(confirmed, retriesChecked bool) bool {
+	return l.Delivery == DeliveryStream && (!l.Confirm || confirmed) && (l.Retries == 0 || retriesChecked)
 }
 
 // Refusal says why s cannot serve bytes at now, or "" when it can.

@@ -57,6 +57,9 @@ type Config struct {
 	// refusals is held before it is sent (refusals.go); negative sends
 	// it at once.
 	RefusalHold time.Duration
+	// RetryLease is how long a retry's attempt stays in flight without a
+	// renewal; the stream renews it every third of it (stream.go).
+	RetryLease time.Duration
 	Now         func() time.Time
 }
 

@@ -75,7 +75,7 @@ func (m *streamMeter) Begin(ctx context.Context, _ int64) (context.Context, erro
 // that fails otherwise (the database briefly away) is logged and tried
 // again at the next tick.
 func (m *streamMeter) renew(ctx context.Context, done <-chan struct{}, cut context.CancelCauseFunc) {
-	lease := ledger.DefaultRetryLease
+	lease := m.h.RetryLease
 	t := time.NewTicker(lease / 3)
 	defer t.Stop()
 	for {

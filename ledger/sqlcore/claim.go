@@ -137,7 +137,7 @@ func (s *DB) batch(ctx context.Context, query string, args []any, scan func(*sql
 // database's clock and whether the grant exists.
 var claimByTokenSQL = `START TRANSACTION;
 UPDATE links SET remaining = remaining - 1
-WHERE token_hash = ? AND delivery = 'stream' AND (confirm = FALSE OR ?) AND ` + claimableSQL + `;
+WHERE token_hash = ? AND delivery = 'stream' AND (confirm = FALSE OR ?) AND (retries = 0 OR ?) AND ` + claimableSQL + `;
 ` + strings.Replace(grantInsertSQL, "{from}", "token_hash", 1) + `;
 SELECT ` + linkColumns + `, {now}, ` + grantedSQL + ` FROM links WHERE token_hash = ?`
 
@@ -155,7 +155,7 @@ func (s *DB) LinkClaim(ctx context.Context, hash []byte, req ledger.ClaimRequest
 	} else {
 		o, err = s.claimByTokenInTx(ctx, hash, req, confirmed)
 	}
-	if err == nil && o.Grant == nil && o.Link.ClaimsAtOnce(confirmed) {
+	if err == nil && o.Grant == nil && o.Link.ClaimsAtOnce(confirmed, req.RetriesChecked) {
 		o.Refusal = o.Link.Refusal(req.AccountID, o.Link.ReadAt)
 		if o.Refusal == "" {
 			// Claimable as the row reads now, so it was the allowance
@@ -168,7 +168,7 @@ func (s *DB) LinkClaim(ctx context.Context, hash []byte, req ledger.ClaimRequest
 
 func (s *DB) claimByTokenBatched(ctx context.Context, hash []byte, req ledger.ClaimRequest, confirmed bool) (ledger.ClaimOutcome, error) {
 	g := newGrant(req, s.now(), "")
-	args := []any{hash, confirmed, s.dbNow(), req.AccountID}
+	args := []any{hash, confirmed, req.RetriesChecked, s.dbNow(), req.AccountID}
 	args = append(args, s.grantArgs(g)...)
 	args = append(args, hash, s.dbNow(), g.ID, hash)
 	var (
@@ -227,7 +227,7 @@ func (s *DB) claimByTokenInTx(ctx context.Context, hash []byte, req ledger.Claim
 			return err
 		}
 		l.ReadAt = now.T
-		if !l.ClaimsAtOnce(confirmed) {
+		if !l.ClaimsAtOnce(confirmed, req.RetriesChecked) {
 			return nil
 		}
 		req.LinkID = l.ID
