@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"cmp"
+	"crypto/sha256"
 	"fmt"
 	"math"
 	"net/http"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chromedp/cdproto/network"
 
 	"github.com/dlgate/dlgate/gateway/warm"
 	"github.com/dlgate/dlgate/internal/testenv"
@@ -563,4 +566,60 @@ func TestACurlKilledHalfWayIsPartialAndItsRetryCompletesTheSameGrant(t *testing.
 	if gs := mustDeliveries(t, admin, l.ID, ""); len(gs) != 1 || gs[0].Delivery.Attempts != 2 {
 		t.Errorf("grants after the refusals: %+v, want the one grant, 2 attempts", gs)
 	}
+}
+
+// TestABrowsersCancelledDownloadCompletesOnTheSecondClick: Chromium opens
+// a one-download stream link with retries: 1 through a slow network (the
+// test balancer at 1 MiB/s), and its download is cancelled half-way, as
+// the downloads bar's Cancel does. The grant is partial; the 200 had set
+// the gateway's client cookie (HttpOnly, SameSite=Lax, on the link's
+// path). The second click is the same client: it is served the whole file
+// under the same grant, which becomes complete with 2 attempts, and no
+// second download is spent.
+func TestABrowsersCancelledDownloadCompletesOnTheSecondClick(t *testing.T) {
+	t.Parallel()
+	g := MustStartEmbeddedDefault(t)
+	admin := g.Admin()
+	br := MustStartBrowser(t)
+	obj := admin.MustUpload(t, "delivery/Holiday film.mkv", 8<<20)
+	size := int64(len(obj.Data))
+	l := admin.MustCreateLink(t, obj, LinkRequest{Downloads: 1, Retries: 1})
+	lb := MustStartBalancer(t, 1<<20, g.PublicAddr)
+	url := lb.On(l.URL)
+
+	if st := br.Open(t, url); st != 0 {
+		t.Fatalf("opening the link showed a page (%d), want a download", st)
+	}
+	guid := br.WaitDownloadStart(t)
+	waitFor(t, 30*time.Second, "the download never got half the file", func() bool { return br.Received(guid) >= size/2 })
+	br.CancelDownload(t, guid)
+	gr := waitGrant(t, admin, l.ID, 15*time.Second, "the cancelled download was never recorded", func(d grantDelivery) bool { return d.InterruptedAt != nil })
+	if d := gr.Delivery; d.Status != "partial" || d.Attempts != 1 || !d.Measured {
+		t.Errorf("after the cancel: delivery %+v, want partial, measured, attempt 1", d)
+	}
+	cookies := br.Cookies(t, url)
+	var client *network.Cookie
+	for _, ck := range cookies {
+		if ck.Name == "dlgate_client" {
+			client = ck
+		}
+	}
+	if client == nil || !client.HTTPOnly || client.SameSite != network.CookieSameSiteLax || client.Path != "/d/"+l.Token || client.Secure {
+		t.Errorf("cookies after the first click: %+v, want dlgate_client, HttpOnly, SameSite=Lax, Path=/d/{token}, not Secure over http", client)
+	}
+	lb.SetRate(0)
+	if st := br.Open(t, url); st != 0 {
+		t.Fatalf("the second click showed a page (%d), want a download", st)
+	}
+	name, data := br.WaitDownload(t)
+	if sha256.Sum256(data) != obj.Sum {
+		t.Fatalf("the second click saved %q: %d bytes that differ from the %d-byte object", name, len(data), size)
+	}
+	gr = waitGrant(t, admin, l.ID, 15*time.Second, "the second click was never recorded complete", func(d grantDelivery) bool { return d.Status == "complete" })
+	if d := gr.Delivery; d.Attempts != 2 || d.BytesAcked != size {
+		t.Errorf("after the second click: delivery %+v, want complete with 2 attempts", d)
+	}
+	admin.checkCounts(t, l.ID, 0, 1, 0)
+	t.Logf("Chromium: cancelled at %d of %d bytes (%.0f%% acknowledged, through a 1 MiB/s proxy), the second click completed the same grant: %+v",
+		br.Received(guid), size, 100*gr.Delivery.Coverage, gr.Delivery)
 }

@@ -60,7 +60,7 @@ type Config struct {
 	// RetryLease is how long a retry's attempt stays in flight without a
 	// renewal; the stream renews it every third of it (stream.go).
 	RetryLease time.Duration
-	Now         func() time.Time
+	Now        func() time.Time
 }
 
 // Handler serves the public routes.
