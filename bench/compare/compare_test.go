@@ -573,9 +573,9 @@ func (e *bench) claims(b *testing.B, fs *gatewayProc) row {
 		before:    "1,261/s, p99 95 ms, 5 statements vs 2,351/s, p99 48 ms: 0.54",
 		notes: []string{"Claims row, statements: the gateway's are the claim's 5 and, once the last byte left, the one UPDATE that records what the client acknowledged (delivery evidence, issue 23); the loop runs the claim's 5 alone.",
 			"Claims row, CPU per claim (user + system): through the gateway: gateway " + gw.stat("cpu.gw").format("%.0f") +
-			" µs + MariaDB " + gw.stat("cpu.db").format("%.0f") + " µs + load generator " + gw.stat("cpu.client").format("%.0f") +
-			" µs; the plain loop: MariaDB " + ref.stat("cpu.db").format("%.0f") + " µs + the loop " + ref.stat("cpu.client").format("%.0f") +
-			" µs. The sides share the 2 cores, so the rate follows the sum."},
+				" µs + MariaDB " + gw.stat("cpu.db").format("%.0f") + " µs + load generator " + gw.stat("cpu.client").format("%.0f") +
+				" µs; the plain loop: MariaDB " + ref.stat("cpu.db").format("%.0f") + " µs + the loop " + ref.stat("cpu.client").format("%.0f") +
+				" µs. The sides share the 2 cores, so the rate follows the sum."},
 	}
 }
 
