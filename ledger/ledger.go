@@ -274,24 +274,25 @@ type Claims interface {
 	// LinkGetByTokenHash returns the link, whatever its state. Errors:
 	// ErrNotFound, ErrUnavailable.
 	LinkGetByTokenHash(ctx context.Context, hash []byte) (*Link, error)
-	// Claim spends one allowance with a single conditional decrement and
-	// inserts the grant in the same transaction. Errors: ErrRefused (with
-	// the reason), ErrAmbiguous, ErrUnavailable.
-	Claim(ctx context.Context, req ClaimRequest) (*Grant, error)
-	// LinkClaim is the download path's one call: it reads the link
-	// with token hash hash and, when a GET of its URL claims at once
+	// LinkClaim is the download path's one claim call: it reads the link
+	// with token hash hash and, when a GET of its URL claims it at once
 	// (Link.ClaimsAtOnce(confirmed), confirmed for a POST from the
-	// landing page), claims it with Claim's decrement, all in one
-	// transaction (on MySQL one batch and its COMMIT or ROLLBACK).
-	// req.LinkID is ignored. Errors: ErrNotFound, ErrAmbiguous (with the
-	// outcome's link and grant), ErrUnavailable.
+	// landing page), spends one allowance and writes the grant, all in
+	// one transaction, which may decide other claims of the process with
+	// it (SPEC §1 "Group claims"). A refusal may come from the process's
+	// cache of links it saw unclaimable; a grant never does. req.LinkID
+	// is ignored. Errors: ErrNotFound, ErrAmbiguous (with the outcome's
+	// grant), ErrUnavailable.
 	LinkClaim(ctx context.Context, hash []byte, req ClaimRequest, confirmed bool) (ClaimOutcome, error)
 	// GrantRefund gives back the allowance of a granted claim and marks the
 	// grant refunded; refunding twice is a no-op. Errors: ErrNotFound.
 	GrantRefund(ctx context.Context, grantID string) error
-	// SessionMint claims and creates a session atomically. With an
-	// idempotency key already used for (link, account) it returns the
-	// existing session and created=false, claiming nothing. Errors as Claim.
+	// SessionMint claims one allowance of req.Claim.LinkID and creates a
+	// session, atomically, in a transaction that may decide other claims
+	// with it. With an idempotency key already used for (link, account)
+	// it returns the existing session and created=false, claiming
+	// nothing. Errors: ErrRefused (with the reason), ErrInvalid,
+	// ErrAmbiguous (with the session it may have minted), ErrUnavailable.
 	SessionMint(ctx context.Context, req MintRequest) (s *Session, created bool, err error)
 	// SessionGetByAffinity returns the usable session (live, budget left)
 	// that session affinity (SPEC §5) gave the client on the link: the

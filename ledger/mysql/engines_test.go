@@ -304,8 +304,16 @@ func TestLockWaitsEndWithTheCallsDeadline(t *testing.T) {
 				name string
 				call func(context.Context) error
 			}{
-				{"Claim", func(ctx context.Context) error {
-					_, err := db.Claim(ctx, ledger.ClaimRequest{LinkID: link.ID, Kind: ledger.KindStream})
+				{"LinkClaim", func(ctx context.Context) error {
+					_, err := db.LinkClaim(ctx, link.TokenHash, ledger.ClaimRequest{Kind: ledger.KindStream}, false)
+					return err
+				}},
+				{"SessionMint", func(ctx context.Context) error {
+					_, _, err := db.SessionMint(ctx, ledger.MintRequest{
+						Claim:     ledger.ClaimRequest{LinkID: link.ID, Kind: ledger.KindSession},
+						SessionID: uuid.Must(uuid.NewV7()).String(), TokenHash: []byte(strings.Repeat("t", 32)),
+						ByteBudget: 1000, MaxConcurrency: 1, ExpiresAt: time.Now().Add(time.Hour),
+					})
 					return err
 				}},
 				{"AllowanceAdd", func(ctx context.Context) error { return db.AllowanceAdd(ctx, link.ID, 1, "held") }},

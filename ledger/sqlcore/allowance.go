@@ -11,12 +11,15 @@ import (
 // AllowanceAdd raises allowance and remaining by n and records why, in one
 // transaction. A revoked link stays revoked: topping it up is refused by
 // the UPDATE's own condition, so a revocation that commits first always
-// wins. Errors: ErrNotFound, ErrRevoked, ErrInvalid.
+// wins. This process's refusal cache forgets the link at once (other
+// processes' within their RefusalCache). Errors: ErrNotFound, ErrRevoked,
+// ErrInvalid.
 func (s *DB) AllowanceAdd(ctx context.Context, id string, n int, reason string) error {
 	if n < 1 || n > 1_000_000 {
 		return fmt.Errorf("%w: add must be between 1 and 1000000", ledger.ErrInvalid)
 	}
 	now := s.t(s.now())
+	defer s.forgetRefusal(id)
 	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE links SET allowance = allowance + ?, remaining = remaining + ?
 WHERE id = ? AND revoked_at IS NULL`, n, n, id)

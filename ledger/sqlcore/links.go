@@ -164,9 +164,12 @@ WHERE link_id = ? AND revoked_at IS NULL AND ended_at IS NULL AND expires_at > {
 }
 
 // LinkRevoke revokes the link and, in the same transaction, its sessions.
-// Revoking twice keeps the first time. Errors: ErrNotFound.
+// Revoking twice keeps the first time. This process's refusal cache
+// forgets the link, so that its next claim reads the revocation. Errors:
+// ErrNotFound.
 func (s *DB) LinkRevoke(ctx context.Context, id string) error {
 	now := s.t(s.now())
+	defer s.forgetRefusal(id)
 	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE links SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, now, id)
 		if err != nil {
