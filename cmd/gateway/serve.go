@@ -217,6 +217,7 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	}
 	defer db.Close()
 	db.Timeout = cfg.DBTimeout
+	db.ClaimBatch, db.RefusalCache = cfg.ClaimBatch, cfg.RefusalCache
 	store, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
