@@ -105,6 +105,7 @@ func TestConformanceAsOnTiDB(t *testing.T) {
 		return db
 	})
 	t.Run("AcrossProcesses", func(t *testing.T) { ledgertest.ExerciseAcrossProcesses(t, shared) })
+	t.Run("ClaimsAcrossProcesses", func(t *testing.T) { ledgertest.ExerciseClaimsAcrossProcesses(t, shared) })
 	t.Run("ObjectsAcrossProcesses", func(t *testing.T) { ledgertest.ExerciseObjectsAcrossProcesses(t, shared) })
 	t.Run("ClockSkew", func(t *testing.T) { ledgertest.ExerciseClockSkew(t, shared) })
 }

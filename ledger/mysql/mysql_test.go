@@ -42,6 +42,10 @@ func TestConformanceWithoutGrouping(t *testing.T) {
 	})
 }
 
+func TestClaimsAcrossProcesses(t *testing.T) {
+	ledgertest.ExerciseClaimsAcrossProcesses(t, processesOn(testenv.SharedMariaDB(t), false))
+}
+
 func TestAcrossProcesses(t *testing.T) {
 	ledgertest.ExerciseAcrossProcesses(t, processesOn(testenv.SharedMariaDB(t), true))
 }

@@ -363,20 +363,28 @@ func (s *DB) writes(granted []*claim, rows map[string]*lockedRow) (Writes, error
 	return w, nil
 }
 
-// claimableSQL is the condition under which a link may grant ? claims to
-// an account (the second argument), the one decision that spends an
-// allowance (SPEC §1): remaining > 0 for one claim, not revoked, not
-// expired by the database's clock ({now}), not bound to another account.
-// Link.Refusal is the same condition in Go, in the same order, and judges
-// each claim from the row its transaction locked; the decrement repeats
-// it, so that a row that did not say what the judgement read matches
-// nothing, and the transaction, whose counts then differ, commits nothing.
-const claimableSQL = `remaining >= %s AND revoked_at IS NULL AND expires_at > {now}
-  AND (account_id IS NULL OR account_id = %s)`
+// claimableSQL is the condition under which a link may grant k claims to
+// an account (its arguments: k, the database's clock, the account), the
+// one decision that spends an allowance (SPEC §1): remaining > 0 for one
+// claim, not revoked, not expired by the database's clock ({now}), not
+// bound to another account. Link.Refusal is the same condition in Go, in
+// the same order, and judges each claim from the row its transaction
+// locked; the decrement repeats it, so that a row that did not say what
+// the judgement read matches nothing, and the transaction, whose counts
+// then differ, commits nothing.
+const claimableSQL = `remaining >= ? AND revoked_at IS NULL AND expires_at > {now}
+  AND (account_id IS NULL OR account_id = ?)`
 
 // decrement is the one UPDATE that takes from every row what the batch
 // grants of it (and reserves its events' numbers), under claimableSQL by
 // the clock the rows were judged by. It must match every row it names.
+// It finds its rows by primary key alone, one row as many: the condition
+// of each row is inside a CASE, which no index serves, so that the engine
+// never scans (and locks, under REPEATABLE READ, with the gaps between)
+// entries of another batch's rows in the index of revoked_at or
+// expires_at, which MariaDB chose for "id = ? AND revoked_at IS NULL AND
+// …" and which made two batches wait for each other (1213 in
+// BatchesOfManyLinksOnTwoProcessesNeverDeadlock).
 func (s *DB) decrement(granted []*claim, rows map[string]*lockedRow) Stmt {
 	var ids []string
 	for _, c := range granted {
@@ -385,38 +393,32 @@ func (s *DB) decrement(granted []*claim, rows map[string]*lockedRow) Stmt {
 		}
 	}
 	slices.Sort(ids)
-	now := ledger.Micro(rows[ids[0]].link.ReadAt)
+	now := s.t(ledger.Micro(rows[ids[0]].link.ReadAt))
 	cond := strings.ReplaceAll(claimableSQL, "{now}", s.d.NowSQL)
-	if len(ids) == 1 {
-		x := rows[ids[0]]
-		return Stmt{
-			SQL: `UPDATE links SET remaining = remaining - ?, event_seq = event_seq + ? WHERE id = ? AND ` +
-				fmt.Sprintf(cond, "?", "?"),
-			Args: []any{x.granted, x.events, ids[0], x.granted, s.t(now), x.account},
-			Rows: 1,
-		}
+	var (
+		take, seq, where strings.Builder
+		args, seqArgs    []any
+		whereArgs        []any
+	)
+	take.WriteString(`CASE id`)
+	seq.WriteString(`CASE id`)
+	where.WriteString(`CASE id`)
+	for _, id := range ids {
+		x := rows[id]
+		take.WriteString(` WHEN ? THEN ?`)
+		args = append(args, id, x.granted)
+		seq.WriteString(` WHEN ? THEN ?`)
+		seqArgs = append(seqArgs, id, x.events)
+		where.WriteString(` WHEN ? THEN ` + cond)
+		whereArgs = append(whereArgs, id, x.granted, now, x.account)
 	}
-	cases := func(val func(*lockedRow) any) (string, []any) {
-		var (
-			b    strings.Builder
-			args []any
-		)
-		b.WriteString(`CASE id`)
-		for _, id := range ids {
-			b.WriteString(` WHEN ? THEN ?`)
-			args = append(args, id, val(rows[id]))
-		}
-		b.WriteString(` END`)
-		return b.String(), args
-	}
-	take, takeArgs := cases(func(x *lockedRow) any { return x.granted })
-	seq, seqArgs := cases(func(x *lockedRow) any { return x.events })
-	acct, acctArgs := cases(func(x *lockedRow) any { return x.account })
-	args := append(append(takeArgs, seqArgs...), stringsAny(ids)...)
-	args = append(append(append(args, takeArgs...), s.t(now)), acctArgs...)
+	take.WriteString(` END`)
+	seq.WriteString(` END`)
+	where.WriteString(` END`)
+	args = append(append(append(args, seqArgs...), stringsAny(ids)...), whereArgs...)
 	return Stmt{
-		SQL: `UPDATE links SET remaining = remaining - ` + take + `, event_seq = event_seq + ` + seq +
-			` WHERE id IN (` + marks(len(ids)) + `) AND ` + fmt.Sprintf(cond, take, acct),
+		SQL: `UPDATE links SET remaining = remaining - ` + take.String() + `, event_seq = event_seq + ` + seq.String() +
+			` WHERE id IN (` + marks(len(ids)) + `) AND ` + where.String(),
 		Args: args,
 		Rows: int64(len(ids)),
 	}

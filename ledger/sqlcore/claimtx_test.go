@@ -43,7 +43,7 @@ func TestKClaimsOfOneLinkInOneBatchDecrementItOnce(t *testing.T) {
 			updates = append(updates, st)
 		}
 	}
-	if len(updates) != 1 || updates[0].Args[0] != 3 || updates[0].Rows != 1 {
+	if len(updates) != 1 || updates[0].Args[0] != "L" || updates[0].Args[1] != 3 || updates[0].Rows != 1 {
 		t.Fatalf("writes %+v; want one UPDATE of links taking 3 from one row", w.Stmts)
 	}
 	if !w.Commit || len(w.Stmts) != 2 || w.Stmts[1].Rows != 3 || !strings.HasPrefix(w.Stmts[1].SQL, "INSERT INTO grants") {

@@ -55,6 +55,10 @@ func MustOpen(tb testing.TB, clock ledger.Clock) ledger.Ledger {
 	return db
 }
 
+func TestClaimsAcrossProcesses(t *testing.T) {
+	ledgertest.ExerciseClaimsAcrossProcesses(t, processes)
+}
+
 func TestClockSkew(t *testing.T) {
 	ledgertest.ExerciseClockSkew(t, processes)
 }
