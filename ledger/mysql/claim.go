@@ -34,7 +34,7 @@ import (
 // transaction is rolled back on the same connection (a lock-wait timeout
 // leaves it open otherwise) and the error returned, so that a deadlock may
 // be retried.
-func batch(ctx context.Context, db *sql.DB, reads []sqlcore.Stmt, read func(int, *sql.Rows) error, plan func() (sqlcore.Writes, error)) error {
+func batch(ctx context.Context, db *sql.DB, iso sql.IsolationLevel, reads []sqlcore.Stmt, read func(int, *sql.Rows) error, plan func() (sqlcore.Writes, error)) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
@@ -64,19 +64,26 @@ func batch(ctx context.Context, db *sql.DB, reads []sqlcore.Stmt, read func(int,
 		}
 		return discard(err)
 	}
-	q, args := joined(append([]sqlcore.Stmt{{SQL: "SET TRANSACTION ISOLATION LEVEL " + claimIsolation}, {SQL: "START TRANSACTION"}}, reads...))
+	begin := []sqlcore.Stmt{{SQL: "START TRANSACTION"}}
+	switch iso {
+	case sql.LevelDefault:
+	case sql.LevelReadCommitted:
+		begin = append([]sqlcore.Stmt{{SQL: "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"}}, begin...)
+	default:
+		return fmt.Errorf("mysql: a claim transaction at isolation %v", iso)
+	}
+	q, args := joined(append(begin, reads...))
 	rows, err := conn.QueryContext(ctx, q, args...)
 	if err != nil {
 		return failed(err)
 	}
-	for i := range reads {
-		if i > 0 && !rows.NextResultSet() {
-			if err = rows.Err(); err == nil {
-				err = fmt.Errorf("mysql: read %d of the claim gave no result", i)
-			}
+	// Every result set, in order.
+	for i := 0; ; i++ {
+		if err = read(i, rows); err != nil {
 			break
 		}
-		if err = read(i, rows); err != nil {
+		if !rows.NextResultSet() {
+			err = rows.Err()
 			break
 		}
 	}
@@ -111,19 +118,6 @@ func batch(ctx context.Context, db *sql.DB, reads []sqlcore.Stmt, read func(int,
 	}
 	return nil
 }
-
-// claimIsolation is the isolation level of a claim transaction. Every
-// decision in it rests on locked rows (SELECT … FOR UPDATE, the
-// conditional UPDATE), which read the latest committed row at any level;
-// READ COMMITTED makes those statements lock the rows they match and no
-// gaps. Under REPEATABLE READ the batch's UPDATE of rows found by
-// "id IN (…)" took next-key locks (the record and the gap before it) on
-// rows beyond its own, and two batches of interleaved rows deadlocked
-// (TestClaimsAcrossProcesses/BatchesOfManyLinksOnTwoProcessesNeverDeadlock,
-// 1213 in 1 of 8 rounds). Its plain read of the idempotency keys sees
-// what committed before the statement, so a key committed while the
-// batch waited for its rows is seen too.
-const claimIsolation = "READ COMMITTED"
 
 // joined is stmts as one multi-statement query and its arguments.
 func joined(stmts []sqlcore.Stmt) (string, []any) {

@@ -76,7 +76,7 @@ func TestABatchCommitsOnlyWhatItsPlanApproves(t *testing.T) {
 	}
 
 	// The server refuses a write after the decrement ran.
-	err = batch(ctx, pool, lock, readN, writes(decrement, sqlcore.Stmt{SQL: `INSERT INTO no_such_table SELECT ? FROM DUAL`, Args: []any{"x"}, Rows: 1}))
+	err = batch(ctx, pool, sql.LevelReadCommitted, lock, readN, writes(decrement, sqlcore.Stmt{SQL: `INSERT INTO no_such_table SELECT ? FROM DUAL`, Args: []any{"x"}, Rows: 1}))
 	var me *gomysql.MySQLError
 	if !errors.As(err, &me) {
 		t.Fatalf("batch = %v; want the server's error", err)
@@ -85,7 +85,7 @@ func TestABatchCommitsOnlyWhatItsPlanApproves(t *testing.T) {
 		t.Fatalf("after the failed batch: n = %d, in_transaction = %d; want 5 (rolled back) and 0", n, inTx)
 	}
 	// A write matches other rows than the plan said.
-	err = batch(ctx, pool, lock, readN, writes(decrement, sqlcore.Stmt{SQL: `UPDATE counter SET n = n - 1 WHERE id = ?`, Args: []any{2}, Rows: 1}))
+	err = batch(ctx, pool, sql.LevelReadCommitted, lock, readN, writes(decrement, sqlcore.Stmt{SQL: `UPDATE counter SET n = n - 1 WHERE id = ?`, Args: []any{2}, Rows: 1}))
 	var re *sqlcore.RowsError
 	if !errors.As(err, &re) || re.Stmt != 1 || re.Want != 1 || re.Got != 0 {
 		t.Fatalf("batch whose second write matched nothing = %v; want a RowsError of write 1 (0 rows, want 1)", err)
@@ -94,14 +94,14 @@ func TestABatchCommitsOnlyWhatItsPlanApproves(t *testing.T) {
 		t.Fatalf("after the miscounted batch: n = %d, in_transaction = %d; want 5 and 0", n, inTx)
 	}
 	// The plan asks for nothing.
-	if err := batch(ctx, pool, lock, readN, func() (sqlcore.Writes, error) { return sqlcore.Writes{}, nil }); err != nil {
+	if err := batch(ctx, pool, sql.LevelReadCommitted, lock, readN, func() (sqlcore.Writes, error) { return sqlcore.Writes{}, nil }); err != nil {
 		t.Fatal(err)
 	}
 	if n, inTx := state(); n != 5 || inTx != 0 {
 		t.Fatalf("after the refused batch: n = %d, in_transaction = %d; want 5 and 0", n, inTx)
 	}
 	// The plan writes and asks for no commit.
-	if err := batch(ctx, pool, lock, readN, func() (sqlcore.Writes, error) {
+	if err := batch(ctx, pool, sql.LevelReadCommitted, lock, readN, func() (sqlcore.Writes, error) {
 		return sqlcore.Writes{Stmts: []sqlcore.Stmt{decrement}}, nil
 	}); err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestABatchCommitsOnlyWhatItsPlanApproves(t *testing.T) {
 		t.Fatalf("after the batch that wrote and rolled back: n = %d, in_transaction = %d; want 5 and 0", n, inTx)
 	}
 	// The read fails.
-	if err := batch(ctx, pool, []sqlcore.Stmt{{SQL: `SELECT n FROM counter WHERE id = ?`, Args: []any{2}}}, readN, writes(decrement)); err == nil {
+	if err := batch(ctx, pool, sql.LevelReadCommitted, []sqlcore.Stmt{{SQL: `SELECT n FROM counter WHERE id = ?`, Args: []any{2}}}, readN, writes(decrement)); err == nil {
 		t.Fatal("batch of a read that failed: no error")
 	}
 	if n, inTx := state(); n != 5 || inTx != 0 {
@@ -119,7 +119,7 @@ func TestABatchCommitsOnlyWhatItsPlanApproves(t *testing.T) {
 	// Two reads, the plan sees both, and commits.
 	var seen []int
 	two := append(lock, sqlcore.Stmt{SQL: `SELECT COUNT(*) FROM marks`})
-	if err := batch(ctx, pool, two, func(i int, rows *sql.Rows) error {
+	if err := batch(ctx, pool, sql.LevelReadCommitted, two, func(i int, rows *sql.Rows) error {
 		if err := readN(i, rows); err != nil {
 			return err
 		}

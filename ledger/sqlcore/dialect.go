@@ -29,19 +29,20 @@ type Dialect struct {
 	// IsUnavailable reports a connection-level failure.
 	IsUnavailable func(error) bool
 	// Batch, when set, runs a claim's transaction (claimtx.go) on one
-	// connection in at most three round trips: START TRANSACTION and the
-	// reads, as one multi-statement query whose result sets read gets in
-	// order; then the writes plan returns, as one more multi-statement
-	// query, each statement of which must affect as many rows as it says;
-	// then COMMIT, or ROLLBACK when plan asks for none, a count differs
-	// or a statement fails. COMMIT is never part of a query with other
-	// statements, so a query the server runs after the client gave up (a
-	// frozen server reading what was in its socket on waking) ends in a
-	// rollback, and COMMIT is sent only after the client saw what the
-	// transaction did. Only a failed COMMIT wraps ErrInFlight. Nil
-	// (SQLite, where a statement is no round trip) runs the same reads
-	// and writes in an ordinary transaction.
-	Batch func(ctx context.Context, db *sql.DB, reads []Stmt, read func(i int, rows *sql.Rows) error, plan func() (Writes, error)) error
+	// connection in at most three round trips: START TRANSACTION (at
+	// isolation level iso: sql.LevelDefault or LevelReadCommitted) and
+	// the reads, as one multi-statement query whose result sets read
+	// gets in order; then the writes plan returns, as one more
+	// multi-statement query, each statement of which must affect as many
+	// rows as it says; then COMMIT, or ROLLBACK when plan asks for none,
+	// a count differs or a statement fails. COMMIT is never part of a
+	// query with other statements, so a query the server runs after the
+	// client gave up (a frozen server reading what was in its socket on
+	// waking) ends in a rollback, and COMMIT is sent only after the client
+	// saw what the transaction did. Only a failed COMMIT wraps
+	// ErrInFlight. Nil (SQLite, where a statement is no round trip) runs
+	// the same reads and writes in an ordinary transaction.
+	Batch func(ctx context.Context, db *sql.DB, iso sql.IsolationLevel, reads []Stmt, read func(i int, rows *sql.Rows) error, plan func() (Writes, error)) error
 
 	// NowSQL is the database's current time in the timestamp columns'
 	// representation, in UTC, as an expression with one placeholder: a
