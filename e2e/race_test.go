@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -140,6 +142,62 @@ var raceCases = []struct {
 
 // raceTrials is how many fresh links each race case stampedes.
 const raceTrials = 10
+
+// claimBatches are the GATEWAY_CLAIM_BATCH settings the race runs with:
+// grouping off, small batches, the default.
+var claimBatches = []string{"1", "8", "64"}
+
+// TestClaimRaceByClaimBatch runs the barrier race (50 GETs released at
+// once against 1- and 5-download links) with each of claimBatches given
+// to every process, on three processes sharing MariaDB and on three
+// sharing one SQLite file: exactly N downloads every trial, however the
+// claims are grouped (SPEC §1 "Group claims").
+func TestClaimRaceByClaimBatch(t *testing.T) {
+	t.Parallel()
+	for _, batch := range claimBatches {
+		t.Run("GATEWAY_CLAIM_BATCH="+batch, func(t *testing.T) {
+			env := map[string]string{"GATEWAY_CLAIM_BATCH": batch}
+			t.Run("ThreeProcessesOnMariaDB", func(t *testing.T) {
+				c := MustStartCluster(t, ClusterOptions{Processes: 3, Env: env})
+				obj := c.Admin().MustUpload(t, "race/object.bin", 256<<10)
+				for _, tc := range raceCases {
+					t.Run(tc.name, func(t *testing.T) { checkClaimRace(t, c.Gateways, obj, tc.downloads, raceTrials) })
+				}
+			})
+			t.Run("ThreeProcessesOnSQLite", func(t *testing.T) {
+				gws := MustStartSQLiteProcesses(t, 3, env)
+				obj := gws[0].Admin().MustUpload(t, "race/object.bin", 256<<10)
+				for _, tc := range raceCases {
+					t.Run(tc.name, func(t *testing.T) { checkClaimRace(t, gws, obj, tc.downloads, raceTrials) })
+				}
+			})
+		})
+	}
+}
+
+// MustStartSQLiteProcesses starts n gateways on one SQLite file and one
+// local store directory, with one secret and admin token, started at once
+// (their migrations race, as in a restart), each also given env.
+func MustStartSQLiteProcesses(tb testing.TB, n int, env map[string]string) []*Gateway {
+	tb.Helper()
+	dir := tb.TempDir()
+	common := map[string]string{
+		"GATEWAY_DB_DRIVER":      "sqlite",
+		"GATEWAY_DB_DSN":         filepath.Join(dir, "gateway.db"),
+		"GATEWAY_STORE":          "fs",
+		"GATEWAY_FS_ROOT":        filepath.Join(dir, "objects"),
+		"GATEWAY_ADMIN_TOKEN":    randomHex(24),
+		"GATEWAY_SECRET":         randomHex(32),
+		"GATEWAY_SHUTDOWN_GRACE": "2s",
+		"GATEWAY_LOG_LEVEL":      "debug",
+	}
+	maps.Copy(common, env)
+	specs := make([]GatewaySpec, n)
+	for i := range specs {
+		specs[i] = GatewaySpec{Name: fmt.Sprintf("sqlite%d", i+1), Env: common}
+	}
+	return MustStartGateways(tb, specs...)
+}
 
 func TestEmbeddedDefault(t *testing.T) {
 	t.Parallel()

@@ -498,8 +498,11 @@ func (l *Link) Validate() error {
 }
 
 // Refusal says why l cannot be claimed by account at now, in the order
-// the claim's condition checks it, or "" when it can. It explains a
-// decision (logs, HEAD); it never makes one: only the claim does.
+// the claim's condition checks it (claimableSQL in ledger/sqlcore), or ""
+// when it can. The claim transaction judges each claim with it from the
+// row it locked, by the database's clock read with the row, and its
+// decrement repeats the condition in SQL; anywhere else it explains a
+// decision (logs, HEAD) and never makes one.
 func (l *Link) Refusal(account string, now time.Time) Reason {
 	switch {
 	case l.RevokedAt != nil:
@@ -516,8 +519,8 @@ func (l *Link) Refusal(account string, now time.Time) Reason {
 
 // ClaimsAtOnce reports whether a GET of l's URL claims it and streams the
 // object at once: delivery stream, and no confirmation asked unless the
-// request is the confirmation (a POST from the landing page). The claim by
-// token says the same in SQL (claimByTokenSQL); everything else asks this.
+// request is the confirmation (a POST from the landing page). The claim
+// transaction asks it of the row it locked, as everything else does.
 func (l *Link) ClaimsAtOnce(confirmed bool) bool {
 	return l.Delivery == DeliveryStream && (!l.Confirm || confirmed)
 }
