@@ -154,17 +154,24 @@ func (s *DB) decideClaims(ctx context.Context, batch []*claim) error {
 	plan := func() (w Writes, err error) {
 		return s.judge(live, rows, seen, alone)
 	}
-	// READ COMMITTED: every decision rests on locked rows (SELECT … FOR
-	// UPDATE, the conditional UPDATE), which read the latest committed
-	// row at any level, and at this level they lock the rows they match
-	// and no gaps. Under REPEATABLE READ the batch's UPDATE of the rows
-	// "id IN (…)" took next-key locks (a record and the gap before it)
-	// beyond its own rows, and two batches of interleaved links
-	// deadlocked (BatchesOfManyLinksOnTwoProcessesNeverDeadlock: 1213 in
-	// 1 of 8 rounds). The plain read of the idempotency keys then sees
-	// what committed before it, a key committed while the batch waited
-	// for its rows too.
-	err := s.claimTx(ctx, sql.LevelReadCommitted, reads, read, plan)
+	// READ COMMITTED for a batch of several rows: every decision rests on
+	// locked rows (SELECT … FOR UPDATE, the conditional UPDATE), which
+	// read the latest committed row at any level, and at this level they
+	// lock the rows they match and no gaps. Under REPEATABLE READ the
+	// batch's UPDATE of the rows "id IN (…)" took next-key locks (a record
+	// and the gap before it) beyond its own rows, and two batches of
+	// interleaved links deadlocked (BatchesOfManyLinksOnTwoProcessesNever-
+	// Deadlock: 1213 in 1 of 8 rounds). One row is found by a unique key's
+	// equality, which locks that record alone at any level, so a lone
+	// claim spares the statement that sets the level. The plain read of
+	// the idempotency keys sees what committed before it either way (on
+	// InnoDB the snapshot of REPEATABLE READ starts at that read, after
+	// the rows' locks).
+	iso := sql.LevelDefault
+	if len(distinctIDs(live)) > 1 {
+		iso = sql.LevelReadCommitted
+	}
+	err := s.claimTx(ctx, iso, reads, read, plan)
 	var ce *commitError
 	switch {
 	case err == nil:
