@@ -150,9 +150,9 @@ func (e *bench) claims(b *testing.B, gws []*gatewayProc) row {
 		before:    before,
 		notes: []string{"Claims row (" + processes(gws) + "), statements: the gateway's are its share of the claim transactions and, once each response's last byte left, the one UPDATE that records what its client acknowledged (delivery evidence, issue 23); the loop runs the claim's 5 alone.",
 			"Claims row (" + processes(gws) + "), CPU per claim (user + system): through the gateway: gateway " + gw.stat("cpu.gw").format("%.0f") +
-			" µs + MariaDB " + gw.stat("cpu.db").format("%.0f") + " µs + load generator " + gw.stat("cpu.client").format("%.0f") +
-			" µs; the plain loop: MariaDB " + ref.stat("cpu.db").format("%.0f") + " µs + the loop " + ref.stat("cpu.client").format("%.0f") +
-			" µs. The sides share the 2 cores, so the rate follows the sum."},
+				" µs + MariaDB " + gw.stat("cpu.db").format("%.0f") + " µs + load generator " + gw.stat("cpu.client").format("%.0f") +
+				" µs; the plain loop: MariaDB " + ref.stat("cpu.db").format("%.0f") + " µs + the loop " + ref.stat("cpu.client").format("%.0f") +
+				" µs. The sides share the 2 cores, so the rate follows the sum."},
 	}
 }
 
