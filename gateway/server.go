@@ -300,9 +300,19 @@ const (
 // balancers stop sending new work while running downloads finish.
 func (s *Server) Drain() { s.draining.Store(true) }
 
-// Flush releases every slot and returns every byte this process keeps for
-// idle sessions; serve calls it once the listeners drained.
-func (s *Server) Flush() { s.warm.Flush() }
+// Flush writes the delivery records of the stream responses that ended,
+// releases every slot, returns every byte this process keeps for idle
+// sessions and reports what their clients acknowledged; serve calls it
+// once the listeners drained.
+func (s *Server) Flush() {
+	s.public.WaitRecords()
+	s.warm.Flush()
+}
+
+// WaitDeliveries returns once the delivery records of the stream
+// responses that ended were written (they are written beside the
+// response, after it: gateway/public/stream.go).
+func (s *Server) WaitDeliveries() { s.public.WaitRecords() }
 
 // ConnContext is the public http.Server's ConnContext: it keeps each
 // connection in its requests' contexts, so that a response can ask the

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/dlgate/dlgate/auth"
@@ -68,6 +69,9 @@ type Handler struct {
 	Config
 	links    linkCache
 	refusals *refusalGuard
+	// records are the delivery records of ended stream responses still
+	// being written (stream.go).
+	records sync.WaitGroup
 }
 
 // New returns the public routes' handler.

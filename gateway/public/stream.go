@@ -129,15 +129,28 @@ func (m *streamMeter) End(ctx context.Context, res deliver.Result) {
 }
 
 // record writes what the attempt delivered (SPEC §1, "Delivery
-// evidence"). It is evidence, not a decision: when the database cannot
-// take it, the response has been answered all the same, and the failure
-// is logged.
+// evidence"), beside the response rather than in its way: the handler
+// returns at once, so that the next request of a kept-alive connection
+// does not wait for the write (a commit of its own, which no claim
+// transaction can share). Handler.WaitRecords waits for the writes under
+// way; a process that crashes loses them, as it loses a response in
+// flight. It is evidence, not a decision: when the database cannot take
+// it, the response has been answered all the same, and the failure is
+// logged.
 func (m *streamMeter) record(ctx context.Context, res deliver.Result) {
 	d := ledger.StreamDelivery{GrantID: m.grant.ID, Attempt: m.attempt, BytesAcked: res.Acked, Measured: res.Measured, ClientKeys: m.keys}
-	if err := m.h.Deliveries.GrantDeliveryRecord(context.WithoutCancel(ctx), d); err != nil {
-		m.h.Log.WarnContext(ctx, "delivery not recorded", append(m.attrs, "bytes_acked", res.Acked, "err", err)...)
-	}
+	ctx = context.WithoutCancel(ctx)
+	m.h.records.Go(func() {
+		if err := m.h.Deliveries.GrantDeliveryRecord(ctx, d); err != nil {
+			m.h.Log.WarnContext(ctx, "delivery not recorded", append(m.attrs, "bytes_acked", res.Acked, "err", err)...)
+		}
+	})
 }
+
+// WaitRecords returns once the delivery records of the stream responses
+// that ended were written (or failed); a process that stops calls it
+// after its listeners drained.
+func (h *Handler) WaitRecords() { h.records.Wait() }
 
 // refund gives back g's allowance; cause labels the refund metric. It
 // reports whether the refund took place (a failed one is logged).
