@@ -162,7 +162,12 @@ func (m streamMark) settle(written int64, cut bool, until time.Time) carried {
 	if cut {
 		until = time.Now().Add(settleWait)
 	}
-	for pause := time.Millisecond / 2; ; pause = min(2*pause, 50*time.Millisecond) {
+	// The first polls come quickly: on a kept-alive connection the last
+	// acknowledgement rides on the client's next request, which waits
+	// for this handler to return, so every microsecond of the pause is
+	// the next response's latency; later ones back off to 50 ms (a
+	// delayed ACK, a slow network).
+	for pause := 25 * time.Microsecond; ; pause = min(2*pause, 50*time.Millisecond) {
 		st, err := readStream(m.sock)
 		if err != nil {
 			return carried{}
