@@ -27,13 +27,13 @@ import (
 	"github.com/dlgate/dlgate/gateway/httpx"
 	"github.com/dlgate/dlgate/gateway/metrics"
 	"github.com/dlgate/dlgate/gateway/public"
+	"github.com/dlgate/dlgate/gateway/uploads"
 	"github.com/dlgate/dlgate/gateway/warm"
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/preview"
 	"github.com/dlgate/dlgate/sessions"
 	"github.com/dlgate/dlgate/storage"
 	"github.com/dlgate/dlgate/token"
-	"github.com/dlgate/dlgate/uploads"
 )
 
 // Options configure a Server. Ledger, Store, Secret and PublicURL are
@@ -212,8 +212,7 @@ func New(opts Options) (*Server, error) {
 			// Stored exactly as PUT /v1/objects stores a version: recorded
 			// (with the audit entry of the request's actor) or deleted again.
 			Record: func(ctx context.Context, v storage.Version) error {
-				return opts.Ledger.ObjectRecord(ctx, ledger.Object{Bucket: v.Bucket, Key: v.Key, VersionID: v.VersionID,
-					Size: v.Size, ETag: v.ETag, ContentType: v.ContentType, SHA256: v.SHA256})
+				return opts.Ledger.ObjectRecord(ctx, v)
 			}})
 		if err != nil {
 			return nil, err
