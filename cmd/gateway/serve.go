@@ -218,6 +218,9 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	defer db.Close()
 	db.Timeout = cfg.DBTimeout
 	db.ClaimBatch, db.RefusalCache = cfg.ClaimBatch, cfg.RefusalCache
+	// A stream download's delivery record shares a transaction with the
+	// others of its 50 ms, not a commit of its own (sqlcore/records.go).
+	db.RecordWindow = sqlcore.DefaultRecordWindow
 	store, err := openStore(ctx, cfg)
 	if err != nil {
 		return err

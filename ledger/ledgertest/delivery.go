@@ -266,6 +266,55 @@ func exerciseStreamDelivery(t *testing.T, newLedger NewOutboxLedger) {
 			}
 		}
 	})
+	t.Run("RecordsWrittenTogetherEachKeepTheirOwnOutcome", func(t *testing.T) {
+		// With a record window (as the gateway runs), records that wait
+		// together go in one transaction: each lands as it would alone,
+		// and an unknown grant's or a session's refusal is its own.
+		t.Parallel()
+		for _, events := range []bool{false, true} {
+			e := deliveryEnv(t, newLedger, events)
+			dbOf(t, e.l).RecordWindow = 20 * time.Millisecond
+			l := e.MustLink(t, 20)
+			grants := make([]*ledger.Grant, 20)
+			for i := range grants {
+				grants[i] = e.mustClaimStream(t, l, "")
+			}
+			sl := e.MustLink(t, 1, func(l *ledger.Link) { l.Delivery = ledger.DeliverySession })
+			x := e.MustSession(t, sl, 1000, 1)
+			errs := make([]error, len(grants)+2)
+			releaseAll(t, len(errs), func(i int) error {
+				d := ledger.StreamDelivery{GrantID: "0192f000-0000-7000-8000-000000000001", Attempt: 1, BytesAcked: 1}
+				switch {
+				case i < len(grants):
+					d = ledger.StreamDelivery{GrantID: grants[i].ID, Attempt: 1, BytesAcked: int64(60 * i), Measured: true}
+				case i == len(grants):
+					d.GrantID = x.GrantID
+				}
+				errs[i] = e.l.GrantDeliveryRecord(e.ctx, d)
+				return nil
+			})
+			for i, g := range grants {
+				if errs[i] != nil {
+					t.Fatalf("webhooks %v: record %d: %v", events, i, errs[i])
+				}
+				got := e.mustGrant(t, l.ID, g.ID).Delivery
+				want := ledger.DeliveryPartial
+				switch {
+				case i == 0:
+					want = ledger.DeliveryNone
+				case int64(60*i) >= l.Object.Size:
+					want = ledger.DeliveryComplete
+				}
+				if got.BytesAcked != min(int64(60*i), l.Object.Size) || got.Status != want {
+					t.Errorf("webhooks %v: grant %d recorded %+v; want %d bytes, %s", events, i, got, min(60*i, 1000), want)
+				}
+			}
+			if !errors.Is(errs[len(grants)], ledger.ErrInvalid) || !errors.Is(errs[len(grants)+1], ledger.ErrNotFound) {
+				t.Errorf("webhooks %v: a session's grant's record = %v, an unknown grant's = %v; want ErrInvalid and ErrNotFound",
+					events, errs[len(grants)], errs[len(grants)+1])
+			}
+		}
+	})
 	t.Run("ARefundedGrantRecordsNothing", func(t *testing.T) {
 		t.Parallel()
 		e := deliveryEnv(t, newLedger, true)

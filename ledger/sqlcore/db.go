@@ -58,6 +58,11 @@ type DB struct {
 	// 1 turns grouping off: every claim is a transaction of its own, as
 	// many at once as callers make.
 	ClaimBatch int
+	// RecordWindow, when positive, is how long a stream delivery record
+	// waits for others to be written with it in one transaction
+	// (records.go; the gateway sets DefaultRecordWindow); 0 writes each
+	// as it comes.
+	RecordWindow time.Duration
 	// RefusalCache is how long a refusal of an exhausted link may be
 	// answered again without asking the database (GATEWAY_REFUSAL_CACHE,
 	// default DefaultRefusalCache); 0 turns the refusal cache off
@@ -75,10 +80,11 @@ type DB struct {
 	// that claim's own error.
 	ClaimHook func(at ClaimPoint, req ledger.ClaimRequest) error
 
-	stmts    sync.Map // statement template -> the dialect's text
-	group    group    // claims waiting for the transaction in flight
-	ids      idCache  // link ids of token hashes
-	refusals refusals // links seen unclaimable
+	stmts    sync.Map    // statement template -> the dialect's text
+	group    group       // claims waiting for the transaction in flight
+	ids      idCache     // link ids of token hashes
+	refusals refusals    // links seen unclaimable
+	records  recordGroup // stream delivery records waiting for their window
 }
 
 var _ ledger.Ledger = (*DB)(nil)

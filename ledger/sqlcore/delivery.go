@@ -62,20 +62,17 @@ WHERE id = ? AND kind = 'stream' AND status = 'granted' AND attempts >= ? AND at
 // ErrNotFound, ErrInvalid (a session's grant, an attempt not begun, bad
 // keys), ErrUnavailable.
 func (s *DB) GrantDeliveryRecord(ctx context.Context, d ledger.StreamDelivery) error {
-	if d.GrantID == "" || d.Attempt < 1 || d.BytesAcked < 0 {
-		return fmt.Errorf("%w: a grant id, an attempt ≥ 1 and bytes ≥ 0 are required", ledger.ErrInvalid)
-	}
-	keys, err := joinClientKeys(d.ClientKeys)
+	r, err := s.streamRecord(d)
 	if err != nil {
 		return err
 	}
-	at := s.now()
-	a, k := d.BytesAcked, d.Attempt
-	args := []any{a, s.t(at), a, s.t(at), a, a, a, a, a, d.Measured, keys, k, k, d.GrantID, k, k}
+	if s.RecordWindow > 0 {
+		return s.records.add(ctx, s, r)
+	}
 	if !s.Webhooks {
 		ctx, cancel := s.bound(ctx)
 		defer cancel()
-		res, err := s.exec(ctx, recordStreamSQL, args...)
+		res, err := s.exec(ctx, recordStreamSQL, r.args...)
 		if err != nil {
 			return err
 		}
@@ -84,37 +81,70 @@ func (s *DB) GrantDeliveryRecord(ctx context.Context, d ledger.StreamDelivery) e
 		}
 		return s.classify(s.unrecorded(ctx, s.db, d))
 	}
-	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var before ledger.DeliveryStatus
+	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error { return s.recordInTx(ctx, tx, r) })
+}
+
+// streamRecord is one stream delivery record, checked, with the
+// arguments of recordStreamSQL.
+type streamRecord struct {
+	d    ledger.StreamDelivery
+	at   time.Time
+	args []any
+}
+
+func (s *DB) streamRecord(d ledger.StreamDelivery) (streamRecord, error) {
+	if d.GrantID == "" || d.Attempt < 1 || d.BytesAcked < 0 {
+		return streamRecord{}, fmt.Errorf("%w: a grant id, an attempt ≥ 1 and bytes ≥ 0 are required", ledger.ErrInvalid)
+	}
+	keys, err := joinClientKeys(d.ClientKeys)
+	if err != nil {
+		return streamRecord{}, err
+	}
+	at := s.now()
+	a, k := d.BytesAcked, d.Attempt
+	return streamRecord{d: d, at: at, args: []any{a, s.t(at), a, s.t(at), a, a, a, a, a, d.Measured, keys, k, k, d.GrantID, k, k}}, nil
+}
+
+// recordInTx writes r inside tx: the UPDATE and, with webhooks on, first
+// the grant's row locked (to know the status the UPDATE changed) and then
+// the events it calls for. What explains a record that changed nothing
+// (unrecorded) is its outcome, not the transaction's failure.
+func (s *DB) recordInTx(ctx context.Context, tx *sql.Tx, r streamRecord) error {
+	d := r.d
+	var before ledger.DeliveryStatus
+	if s.Webhooks {
 		err := tx.QueryRowContext(ctx, `SELECT delivery_status FROM grants WHERE id = ?`+s.d.LockRows, d.GrantID).Scan(&before)
 		if isNoRows(err) {
 			return ledger.ErrNotFound
 		} else if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, recordStreamSQL, args...)
-		if err != nil {
-			return err
+	}
+	res, err := tx.ExecContext(ctx, recordStreamSQL, r.args...)
+	if err != nil {
+		return err
+	}
+	if n, err := affected(res); err != nil || n == 0 {
+		if err == nil {
+			err = s.unrecorded(ctx, tx, d)
 		}
-		if n, err := affected(res); err != nil || n == 0 {
-			if err == nil {
-				err = s.unrecorded(ctx, tx, d)
-			}
-			return err
-		}
-		g, size, err := s.grantInTx(ctx, tx, d.GrantID)
-		if err != nil {
-			return err
-		}
-		var evs []ledger.Event
-		if before != ledger.DeliveryComplete && g.Delivery.Status == ledger.DeliveryComplete {
-			evs = append(evs, deliveryEvent(ledger.EventGrantDelivered, g, size, "", at))
-		}
-		if d.BytesAcked < size {
-			evs = append(evs, deliveryEvent(ledger.EventGrantInterrupted, g, size, ledger.InterruptedEndedShort, at))
-		}
-		return s.enqueueAll(ctx, tx, evs...)
-	})
+		return err
+	}
+	if !s.Webhooks {
+		return nil
+	}
+	g, size, err := s.grantInTx(ctx, tx, d.GrantID)
+	if err != nil {
+		return err
+	}
+	var evs []ledger.Event
+	if before != ledger.DeliveryComplete && g.Delivery.Status == ledger.DeliveryComplete {
+		evs = append(evs, deliveryEvent(ledger.EventGrantDelivered, g, size, "", r.at))
+	}
+	if d.BytesAcked < size {
+		evs = append(evs, deliveryEvent(ledger.EventGrantInterrupted, g, size, ledger.InterruptedEndedShort, r.at))
+	}
+	return s.enqueueAll(ctx, tx, evs...)
 }
 
 // unrecorded explains a stream record that changed no row: an unknown

@@ -1,0 +1,99 @@
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/dlgate/dlgate/ledger"
+)
+
+// The stream delivery records of one process are written together
+// (DB.RecordWindow): a record waits up to the window for others, and
+// they go in one transaction, so that a stream download costs one
+// commit, its claim's, plus a share of one more, instead of two. A
+// single client downloading back to back otherwise pays for the second:
+// its next claim's COMMIT queues behind the record's on the log.
+// A transaction that fails is split: each record is then written alone,
+// so that one record cannot fail another.
+
+// DefaultRecordWindow is DB.RecordWindow as the gateway sets it.
+const DefaultRecordWindow = 50 * time.Millisecond
+
+// maxRecordBatch caps the records of one transaction.
+const maxRecordBatch = 256
+
+// recordGroup holds the records waiting for the window to close.
+type recordGroup struct {
+	mu      sync.Mutex
+	pending []*pendingRecord
+	armed   bool // a flush is due
+}
+
+type pendingRecord struct {
+	r    streamRecord
+	done chan error
+}
+
+// add queues r and waits for its outcome (or ctx).
+func (g *recordGroup) add(ctx context.Context, s *DB, r streamRecord) error {
+	p := &pendingRecord{r: r, done: make(chan error, 1)}
+	g.mu.Lock()
+	g.pending = append(g.pending, p)
+	if !g.armed {
+		g.armed = true
+		time.AfterFunc(s.RecordWindow, func() { g.flush(s) })
+	}
+	g.mu.Unlock()
+	select {
+	case err := <-p.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err() // it is written all the same
+	}
+}
+
+// flush writes what waits, maxRecordBatch at a time.
+func (g *recordGroup) flush(s *DB) {
+	for {
+		g.mu.Lock()
+		batch := g.pending[:min(len(g.pending), maxRecordBatch)]
+		g.pending = g.pending[len(batch):]
+		if len(batch) == 0 {
+			g.armed = false
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+		s.writeRecords(batch)
+	}
+}
+
+// writeRecords writes batch in one transaction, each record's own outcome
+// (an unknown grant, a session's) kept apart from the transaction's; when
+// the transaction fails, each record goes alone.
+func (s *DB) writeRecords(batch []*pendingRecord) {
+	ctx := context.Background()
+	outcomes := make([]error, len(batch))
+	err := errors.New("not tried")
+	if len(batch) > 1 {
+		err = s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			for i, p := range batch {
+				err := s.recordInTx(ctx, tx, p.r)
+				if err != nil && !errors.Is(err, ledger.ErrNotFound) && !errors.Is(err, ledger.ErrInvalid) {
+					return err
+				}
+				outcomes[i] = err
+			}
+			return nil
+		})
+	}
+	for i, p := range batch {
+		if err != nil {
+			outcomes[i] = s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error { return s.recordInTx(ctx, tx, p.r) })
+		}
+		p.done <- outcomes[i]
+	}
+}
