@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/url"
-	"strconv"
 	"time"
 )
 
@@ -23,29 +21,8 @@ type AuditOptions struct {
 }
 
 func (o AuditOptions) query() string {
-	q := url.Values{}
-	set := func(k, v string) {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	set("cursor", o.Cursor)
-	if o.Limit != 0 {
-		q.Set("limit", strconv.Itoa(o.Limit))
-	}
-	set("actor", o.Actor)
-	set("action", o.Action)
-	set("target_id", o.TargetID)
-	if !o.After.IsZero() {
-		q.Set("after", o.After.UTC().Format(time.RFC3339Nano))
-	}
-	if !o.Before.IsZero() {
-		q.Set("before", o.Before.UTC().Format(time.RFC3339Nano))
-	}
-	if len(q) == 0 {
-		return ""
-	}
-	return "?" + q.Encode()
+	q := new(query).page(o.Cursor, o.Limit).str("actor", o.Actor).str("action", o.Action).str("target_id", o.TargetID)
+	return q.time("after", o.After).time("before", o.Before).String()
 }
 
 // AuditEntry is one change made through the admin API.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 )
 
@@ -64,17 +63,7 @@ func (c *Client) CreateKey(ctx context.Context, r CreateKeyRequest) (CreatedKey,
 // ListKeys returns one page of keys, newest first, revoked and expired
 // ones included (GET /v1/keys). A zero limit is the server's default.
 func (c *Client) ListKeys(ctx context.Context, cursor string, limit int) (KeyPage, error) {
-	q := url.Values{}
-	if cursor != "" {
-		q.Set("cursor", cursor)
-	}
-	if limit != 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	p := "/v1/keys"
-	if len(q) > 0 {
-		p += "?" + q.Encode()
-	}
+	p := "/v1/keys" + new(query).page(cursor, limit).String()
 	var raw struct {
 		Keys       []json.RawMessage `json:"keys"`
 		NextCursor string            `json:"next_cursor"`

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/url"
-	"strconv"
 	"time"
 )
 
@@ -23,29 +21,8 @@ type ListOptions struct {
 }
 
 func (o ListOptions) query() string {
-	q := url.Values{}
-	set := func(k, v string) {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	set("cursor", o.Cursor)
-	if o.Limit != 0 {
-		q.Set("limit", strconv.Itoa(o.Limit))
-	}
-	set("account", o.Account)
-	set("object_key", o.ObjectKey)
-	set("state", o.State)
-	if !o.CreatedAfter.IsZero() {
-		q.Set("created_after", o.CreatedAfter.UTC().Format(time.RFC3339Nano))
-	}
-	if !o.CreatedBefore.IsZero() {
-		q.Set("created_before", o.CreatedBefore.UTC().Format(time.RFC3339Nano))
-	}
-	if len(q) == 0 {
-		return ""
-	}
-	return "?" + q.Encode()
+	q := new(query).page(o.Cursor, o.Limit).str("account", o.Account).str("object_key", o.ObjectKey).str("state", o.State)
+	return q.time("created_after", o.CreatedAfter).time("created_before", o.CreatedBefore).String()
 }
 
 // LinkPage is one page of GET /v1/links. Each link's Raw holds its JSON
@@ -138,19 +115,7 @@ func (c *Client) Grants(ctx context.Context, id string, o GrantOptions) (GrantPa
 	if err != nil {
 		return GrantPage{}, err
 	}
-	q := url.Values{}
-	if o.Cursor != "" {
-		q.Set("cursor", o.Cursor)
-	}
-	if o.Limit != 0 {
-		q.Set("limit", strconv.Itoa(o.Limit))
-	}
-	if o.Delivery != "" {
-		q.Set("delivery", o.Delivery)
-	}
-	if len(q) > 0 {
-		p += "?" + q.Encode()
-	}
+	p += new(query).page(o.Cursor, o.Limit).str("delivery", o.Delivery).String()
 	var raw struct {
 		Grants     []json.RawMessage `json:"grants"`
 		NextCursor string            `json:"next_cursor"`
