@@ -452,6 +452,7 @@ type Ledger interface {
 	Keys
 	Audit
 	ConsoleSessions
+	Views
 	Health
 }
 
