@@ -79,6 +79,9 @@ type ObjectQuery struct {
 	Limit int
 	// State keeps the versions in that state; "" keeps all.
 	State ObjectState
+	// Bucket, Key and VersionID, when Key is set, select the one version
+	// they name (by its primary key), in whatever state.
+	Bucket, Key, VersionID string
 }
 
 // MaxObjectLinks is how many of a version's pinning links ObjectList

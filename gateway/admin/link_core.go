@@ -96,15 +96,17 @@ func (h *Handler) LinkCreate(ctx context.Context, req LinkRequest, idempotencyKe
 }
 
 // fieldOf names the field a detail of createLinkRequest.validate is
-// about: each begins with the field's name, but the one about the two
-// ways of giving the expiry.
+// about, and of parseListQuery the parameter: each begins with the
+// field's name, but the one about the two ways of giving the expiry.
 func fieldOf(detail string) string {
 	name, _, _ := strings.Cut(detail, " ")
 	switch name {
 	case "Give":
 		return "expires_in"
 	case "object.key", "downloads", "expires_in", "expires_at", "delivery", "account_id", "filename", "retries",
-		"session.ttl", "session.byte_budget", "session.max_concurrency":
+		"session.ttl", "session.byte_budget", "session.max_concurrency",
+		// GET /v1/links's parameters (parseListQuery).
+		"limit", "account", "object_key", "state", "created_after", "created_before":
 		return name
 	}
 	return ""

@@ -170,6 +170,14 @@ func exerciseViews(t *testing.T, newLedger NewLedger) {
 		if a1 := pages[2][0]; a1.VersionID != objs[0].VersionID || a1.LinkCount != 0 || len(a1.Links) != 0 {
 			t.Errorf("a1 = %d links %v, want none (the links pin a2)", a1.LinkCount, a1.Links)
 		}
+		one, err := e.l.ObjectList(e.ctx, ledger.ObjectQuery{Bucket: a2.Bucket, Key: a2.Key, VersionID: a2.VersionID})
+		if err != nil || len(one.Objects) != 1 || one.Objects[0].VersionID != a2.VersionID || one.Objects[0].LinkCount != 3 || one.Next != "" {
+			t.Errorf("ObjectList(a2's version) = %+v, %v; want a2 alone with its 3 links", one, err)
+		}
+		none, err := e.l.ObjectList(e.ctx, ledger.ObjectQuery{Bucket: a2.Bucket, Key: a2.Key, VersionID: "v-none"})
+		if err != nil || len(none.Objects) != 0 {
+			t.Errorf("ObjectList(a version never stored) = %+v, %v; want none", none, err)
+		}
 	})
 	t.Run("AVersionNamesItsNewestLinksAndCountsThemAll", func(t *testing.T) {
 		t.Parallel()

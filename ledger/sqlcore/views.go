@@ -101,7 +101,8 @@ WHERE link_id = ? ORDER BY link_seq DESC LIMIT ?`, linkID, limit)
 
 // ObjectList returns one page of stored versions, newest first. The page
 // is read from objects_stored (or objects_state_stored with a state),
-// whose order is the listing's, from the cursor on, stopped by the LIMIT;
+// whose order is the listing's, from the cursor on, stopped by the LIMIT
+// (one version by its primary key, when the query names one);
 // one row more than the page tells whether there is a next one. The
 // links of the whole page then come from one statement (objectLinks).
 // Errors: ErrInvalid, ErrUnavailable.
@@ -119,6 +120,10 @@ func (s *DB) ObjectList(ctx context.Context, q ledger.ObjectQuery) (ledger.Objec
 			return ledger.ObjectPage{}, fmt.Errorf("%w: unknown object state %q", ledger.ErrInvalid, q.State)
 		}
 		conds, args = append(conds, "state = ?"), append(args, string(q.State))
+	}
+	if q.Key != "" {
+		conds = append(conds, "version_hash = ?")
+		args = append(args, versionHash(ledger.Object{Bucket: q.Bucket, Key: q.Key, VersionID: q.VersionID}))
 	}
 	if q.Cursor != "" {
 		at, hash, err := decodeObjectCursor(q.Cursor)
