@@ -179,3 +179,5 @@ type errorPage struct {
 	Detail    string
 	RequestID string
 }
+
+func (e errorPage) title() string { return e.Title }

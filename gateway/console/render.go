@@ -151,14 +151,16 @@ var funcs = template.FuncMap{
 	"add":      func(a, b int) int { return a + b },
 	"list":     func(xs ...string) []string { return xs },
 	// query writes name, value pairs as a URL's query.
-	"query": func(kv ...string) string {
+	"query": func(kv ...string) template.URL {
 		v := url.Values{}
 		for i := 0; i+1 < len(kv); i += 2 {
 			if kv[i+1] != "" {
 				v.Set(kv[i], kv[i+1])
 			}
 		}
-		return v.Encode()
+		// Encode escapes every name and value: the result is a query,
+		// typed so that html/template does not escape it as one value.
+		return template.URL(v.Encode())
 	},
 	// fe is the error of one field, for the fielderror template.
 	"fe": func(errs map[string]string, field string) fieldError {
