@@ -99,7 +99,11 @@ type lockedWriter struct {
 	w  io.Writer
 }
 
-func (l lockedWriter) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.w.Write(p) }
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
 
 // reply is an answer read whole.
 type reply struct {
