@@ -28,6 +28,9 @@
     if (!isFinite(s)) {
       return "…";
     }
+    if (s < 1) {
+      return "under a second";
+    }
     s = Math.round(s);
     if (s < 60) {
       return s + " s";
@@ -106,7 +109,8 @@
             document.getElementById("object_version_id").value = o.version_id;
             document.getElementById("object_bucket").value = o.bucket || "";
             bar.value = bar.max;
-            status.textContent = "Uploaded " + size(o.size) + " as " + o.key + ".";
+            status.textContent = "Uploaded " + size(o.size) + " as " + o.key +
+              (resumed ? ", resumed after " + resumed + (resumed === 1 ? " break" : " breaks") : "") + ".";
             document.getElementById("object-sha256").textContent = "SHA-256 " + (o.sha256 || "unknown");
           })
           .catch(function (e) {
