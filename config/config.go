@@ -34,6 +34,8 @@ const (
 	DefaultS3Region              = "us-east-1"
 	DefaultShutdownGrace         = 30 * time.Second
 	DefaultDBTimeout             = sqlcore.DefaultTimeout
+	DefaultClaimBatch            = sqlcore.DefaultClaimBatch
+	DefaultRefusalCache          = sqlcore.DefaultRefusalCache
 	DefaultMaxConnections        = 4096
 	DefaultBodyTimeout           = 10 * time.Second
 	DefaultSessionTTL            = sessions.DefaultTTL
@@ -78,6 +80,14 @@ type Config struct {
 	// the request path (a lookup, a claim, a budget draw, a slot call)
 	// may take before the request gets 503.
 	DBTimeout time.Duration
+	// ClaimBatch is GATEWAY_CLAIM_BATCH: how many claims one claim
+	// transaction may decide together (SPEC §1 "Group claims"), 1 to
+	// sqlcore.MaxClaimBatch; 1 turns grouping off.
+	ClaimBatch int
+	// RefusalCache is GATEWAY_REFUSAL_CACHE: how long a process may
+	// answer a claim of an exhausted link from its own earlier refusal
+	// (SPEC §1 "Refusals may be cached"); 0 turns the cache off.
+	RefusalCache time.Duration
 
 	Store       string // GATEWAY_STORE: "fs" or "s3"
 	FSRoot      string // GATEWAY_FS_ROOT
@@ -194,6 +204,8 @@ func Default() *Config {
 		S3Region:              DefaultS3Region,
 		ShutdownGrace:         DefaultShutdownGrace,
 		DBTimeout:             DefaultDBTimeout,
+		ClaimBatch:            DefaultClaimBatch,
+		RefusalCache:          DefaultRefusalCache,
 		MaxConnections:        DefaultMaxConnections,
 		BodyTimeout:           DefaultBodyTimeout,
 		LogLevel:              slog.LevelInfo,
@@ -505,6 +517,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxConnections < 1 {
 		return bad("MAX_CONNECTIONS", "must be at least 1, got %d", c.MaxConnections)
+	}
+	if c.ClaimBatch < 1 || c.ClaimBatch > sqlcore.MaxClaimBatch {
+		return bad("CLAIM_BATCH", "must be 1 (grouping off) to %d, got %d", sqlcore.MaxClaimBatch, c.ClaimBatch)
+	}
+	if c.RefusalCache < 0 {
+		return bad("REFUSAL_CACHE", "must be 0 (off) or positive, got %v", c.RefusalCache)
 	}
 	switch c.SessionAffinity {
 	case "client", "account", "off":

@@ -44,6 +44,8 @@ type fileConfig struct {
 	StoreIdleTimeout      fileValue `yaml:"store_idle_timeout"`
 	ShutdownGrace         fileValue `yaml:"shutdown_grace"`
 	DBTimeout             fileValue `yaml:"db_timeout"`
+	ClaimBatch            fileValue `yaml:"claim_batch"`
+	RefusalCache          fileValue `yaml:"refusal_cache"`
 	MaxConnections        fileValue `yaml:"max_connections"`
 	BodyTimeout           fileValue `yaml:"body_timeout"`
 	LogLevel              fileValue `yaml:"log_level"`

@@ -36,6 +36,8 @@ var vars = []variable{
 	{name: "DB_DRIVER", arg: "NAME", usage: `"sqlite" or "mysql"`, ptr: func(c *Config) any { return &c.DBDriver }},
 	{name: "DB_DSN", arg: "DSN", usage: "SQLite file (default data dir/gateway.db) or go-sql-driver MySQL DSN", ptr: func(c *Config) any { return &c.DBDSN }},
 	{name: "DB_TIMEOUT", arg: "DURATION", usage: "how long one database call of a request may take; past it the answer is 503", ptr: func(c *Config) any { return &c.DBTimeout }},
+	{name: "CLAIM_BATCH", arg: "N", usage: "claims that arrive while a claim transaction is in flight are decided together in the next, at most N (1 turns grouping off)", ptr: func(c *Config) any { return &c.ClaimBatch }},
+	{name: "REFUSAL_CACHE", arg: "DURATION", usage: "how long a refusal of an exhausted link is answered again without asking the database (0: off)", ptr: func(c *Config) any { return &c.RefusalCache }},
 	{name: "STORE", arg: "NAME", usage: `object store, "fs" or "s3"`, ptr: func(c *Config) any { return &c.Store }},
 	{name: "FS_ROOT", arg: "DIR", usage: "local store root (default data dir/objects)", ptr: func(c *Config) any { return &c.FSRoot }},
 	{name: "S3_BUCKET", arg: "NAME", usage: "default bucket, required for the s3 store", ptr: func(c *Config) any { return &c.S3Bucket }},

@@ -129,6 +129,64 @@ func eachSessionLog(tb testing.TB, sessionID string, gws []*Gateway, fn func(ses
 	}
 }
 
+// streamedGrants counts, by grant id, the streams of link the gateways'
+// logs say they sent whole ("streamed").
+func streamedGrants(tb testing.TB, linkID string, gws []*Gateway) map[string]int {
+	tb.Helper()
+	out := map[string]int{}
+	for _, g := range gws {
+		f, err := os.Open(g.StderrPath)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var rec struct {
+				Msg     string `json:"msg"`
+				LinkID  string `json:"link_id"`
+				GrantID string `json:"grant_id"`
+			}
+			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "streamed" && rec.LinkID == linkID {
+				out[rec.GrantID]++
+			}
+		}
+		f.Close()
+	}
+	return out
+}
+
+// grantStatuses reads the status of each of ids from the ledger ("" for
+// a grant it does not have).
+func grantStatuses(tb testing.TB, db *sql.DB, ids []string) map[string]string {
+	tb.Helper()
+	out := map[string]string{}
+	for len(ids) > 0 {
+		n := min(len(ids), 500)
+		args := make([]any, n)
+		for i := range n {
+			args[i] = ids[i]
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		rows, err := db.QueryContext(ctx, "SELECT id, status FROM grants WHERE id IN (?"+strings.Repeat(", ?", n-1)+")", args...)
+		if err != nil {
+			cancel()
+			tb.Fatalf("grant statuses: %v", err)
+		}
+		for rows.Next() {
+			var id, status string
+			if err := rows.Scan(&id, &status); err != nil {
+				tb.Fatal(err)
+			}
+			out[id] = status
+		}
+		rows.Close()
+		cancel()
+		ids = ids[n:]
+	}
+	return out
+}
+
 // sentBytes sums the bytes the gateways' logs say they sent for a session
 // (every finished response, whole or cut). A process killed mid-response
 // logs nothing for it.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -295,12 +296,16 @@ func TestChaosGatewayKilledMidStream(t *testing.T) {
 // then restarted. No answer is a 500; requests answer 503 or wait and
 // succeed; no request started during the freeze waits longer than
 // GATEWAY_DB_TIMEOUT (+1 s), however many ledger calls it makes; the
-// gateways recover without a restart; no link is oversold.
+// gateways recover without a restart; no link is oversold. Claims are
+// grouped (GATEWAY_CLAIM_BATCH=64), and a hot link that four clients claim
+// without pause keeps its invariant: every stream the gateways sent has a
+// grant of its own in the ledger, none twice, and remaining plus the
+// grants is its allowance.
 func TestChaosDatabaseFrozenAndRestartedUnderLoad(t *testing.T) {
 	t.Parallel()
 	mdb := testenv.StartMariaDB(t)
 	dsn := mdb.NewDatabase(t)
-	c := MustStartCluster(t, ClusterOptions{Processes: 3, Env: chaosEnv(map[string]string{"GATEWAY_DB_DSN": dsn})})
+	c := MustStartCluster(t, ClusterOptions{Processes: 3, Env: chaosEnv(map[string]string{"GATEWAY_DB_DSN": dsn, "GATEWAY_CLAIM_BATCH": "64"})})
 	admin := c.Admin()
 	obj := admin.MustUpload(t, "db/small.bin", 64<<10)
 	// Three links the load does not use up, one it does: claims on a
@@ -312,6 +317,7 @@ func TestChaosDatabaseFrozenAndRestartedUnderLoad(t *testing.T) {
 		links = append(links, admin.MustCreateLink(t, obj, LinkRequest{Downloads: n}))
 	}
 	slink := admin.MustCreateLink(t, obj, LinkRequest{Downloads: 200, Session: &SessionSettings{MaxConcurrency: 4}})
+	hot := admin.MustCreateLink(t, obj, LinkRequest{Downloads: 1000000})
 
 	var (
 		streams, sessions Tally
@@ -340,6 +346,28 @@ func TestChaosDatabaseFrozenAndRestartedUnderLoad(t *testing.T) {
 					mu.Unlock()
 				}
 				time.Sleep(50 * time.Millisecond)
+			}
+		})
+	}
+	for range 4 {
+		// The hot link, claimed without pause: claims of one link that
+		// arrive together share a transaction.
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				start, phase := time.Now(), phases.Now()
+				r, err := fetch(http.MethodGet, c.PublicURL+"/d/"+hot.Token, nil)
+				if err != nil {
+					streams.Add(0, time.Since(start))
+					phases.Add(phase, 0, time.Since(start))
+					continue
+				}
+				streams.Add(r.Status, time.Since(start))
+				phases.Add(phase, r.Status, time.Since(start))
+				if r.Status == http.StatusOK && r.BodyErr == nil && bytes.Equal(r.Body, obj.Data) {
+					mu.Lock()
+					complete[hot.ID]++
+					mu.Unlock()
+				}
 			}
 		})
 	}
@@ -445,6 +473,32 @@ func TestChaosDatabaseFrozenAndRestartedUnderLoad(t *testing.T) {
 	}
 	checkConsistent(t, admin, slink.ID)
 	checkConsistent(t, admin, fresh.ID)
+
+	// The hot link: remaining + grants = allowance, every stream sent
+	// under a grant of its own that the ledger holds granted.
+	h := checkConsistent(t, admin, hot.ID)
+	sent := streamedGrants(t, hot.ID, c.Gateways)
+	var twice []string
+	for id, n := range sent {
+		if n > 1 {
+			twice = append(twice, id)
+		}
+	}
+	if len(twice) > 0 {
+		t.Errorf("hot link: %d grants each sent to more than one request, first %s", len(twice), twice[0])
+	}
+	statuses := grantStatuses(t, MustLedgerDB(t, c), slices.Collect(maps.Keys(sent)))
+	for id := range sent {
+		if statuses[id] != "granted" {
+			t.Errorf("hot link: a stream was sent under grant %s, which the ledger has as %q", id, statuses[id])
+			break
+		}
+	}
+	if complete[hot.ID] > len(sent) || len(sent) > h.Grants["granted"] {
+		t.Errorf("hot link: %d whole bodies received, %d streams sent, %d granted: want received ≤ sent ≤ granted", complete[hot.ID], len(sent), h.Grants["granted"])
+	}
+	t.Logf("hot link: %d whole bodies received, %d streams sent under %d distinct grants; remaining %d + granted %d = %d of %d (%d refunded)",
+		complete[hot.ID], len(sent), len(sent), h.Remaining, h.Grants["granted"], h.Remaining+h.Grants["granted"], h.Downloads, h.Grants["refunded"])
 }
 
 func roundMs(d time.Duration) time.Duration { return d.Round(time.Millisecond) }

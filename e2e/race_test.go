@@ -5,8 +5,13 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -141,6 +146,64 @@ var raceCases = []struct {
 // raceTrials is how many fresh links each race case stampedes.
 const raceTrials = 10
 
+// claimBatches are the GATEWAY_CLAIM_BATCH settings the race runs with:
+// grouping off, small batches, the default.
+var claimBatches = []string{"1", "8", "64"}
+
+// TestClaimRaceByClaimBatch runs the barrier race (50 GETs released at
+// once against 1- and 5-download links) with each of claimBatches given
+// to every process, on three processes sharing MariaDB and on three
+// sharing one SQLite file: exactly N downloads every trial, however the
+// claims are grouped (SPEC §1 "Group claims").
+func TestClaimRaceByClaimBatch(t *testing.T) {
+	t.Parallel()
+	for _, batch := range claimBatches {
+		t.Run("GATEWAY_CLAIM_BATCH="+batch, func(t *testing.T) {
+			env := map[string]string{"GATEWAY_CLAIM_BATCH": batch}
+			t.Run("ThreeProcessesOnMariaDB", func(t *testing.T) {
+				c := MustStartCluster(t, ClusterOptions{Processes: 3, Env: env})
+				obj := c.Admin().MustUpload(t, "race/object.bin", 256<<10)
+				for _, tc := range raceCases {
+					t.Run(tc.name, func(t *testing.T) { checkClaimRace(t, c.Gateways, obj, tc.downloads, raceTrials) })
+				}
+				checkClaimBatches(t, c.Gateways, batch)
+			})
+			t.Run("ThreeProcessesOnSQLite", func(t *testing.T) {
+				gws := MustStartSQLiteProcesses(t, 3, env)
+				obj := gws[0].Admin().MustUpload(t, "race/object.bin", 256<<10)
+				for _, tc := range raceCases {
+					t.Run(tc.name, func(t *testing.T) { checkClaimRace(t, gws, obj, tc.downloads, raceTrials) })
+				}
+				checkClaimBatches(t, gws, batch)
+			})
+		})
+	}
+}
+
+// MustStartSQLiteProcesses starts n gateways on one SQLite file and one
+// local store directory, with one secret and admin token, started at once
+// (their migrations race, as in a restart), each also given env.
+func MustStartSQLiteProcesses(tb testing.TB, n int, env map[string]string) []*Gateway {
+	tb.Helper()
+	dir := tb.TempDir()
+	common := map[string]string{
+		"GATEWAY_DB_DRIVER":      "sqlite",
+		"GATEWAY_DB_DSN":         filepath.Join(dir, "gateway.db"),
+		"GATEWAY_STORE":          "fs",
+		"GATEWAY_FS_ROOT":        filepath.Join(dir, "objects"),
+		"GATEWAY_ADMIN_TOKEN":    randomHex(24),
+		"GATEWAY_SECRET":         randomHex(32),
+		"GATEWAY_SHUTDOWN_GRACE": "2s",
+		"GATEWAY_LOG_LEVEL":      "debug",
+	}
+	maps.Copy(common, env)
+	specs := make([]GatewaySpec, n)
+	for i := range specs {
+		specs[i] = GatewaySpec{Name: fmt.Sprintf("sqlite%d", i+1), Env: common}
+	}
+	return MustStartGateways(tb, specs...)
+}
+
 func TestEmbeddedDefault(t *testing.T) {
 	t.Parallel()
 	g := MustStartEmbeddedDefault(t)
@@ -164,4 +227,91 @@ func TestEmbeddedDefault(t *testing.T) {
 	t.Run("NoRawTokenReachesTheLogs", func(t *testing.T) {
 		checkNoTokenInLogs(t, g)
 	})
+}
+
+// checkClaimBatches checks what the processes told of their claim
+// transactions after the races, GATEWAY_CLAIM_BATCH being limit: each
+// process decided claims (every trial's first GET on each process claims:
+// a fresh link is in no refusal cache), no transaction decided more than
+// limit (the histogram's bucket at limit holds every one), and every
+// stampede GET answered 200 names, in its access line, the size of the
+// batch that granted it, between 1 and limit. With limit 1 every claim
+// went alone. A response's access line is written after its last byte,
+// so the lines are awaited (at most 10 s) before they are judged.
+func checkClaimBatches(t *testing.T, gws []*Gateway, limit string) {
+	t.Helper()
+	most, err := strconv.Atoi(limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, tc := range raceCases {
+		want += raceTrials * tc.downloads
+	}
+	var lines []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		lines = grantedStampedeLines(t, gws)
+		if len(lines) >= want || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(lines) != want {
+		t.Errorf("%d access lines of granted stampede GETs, want %d", len(lines), want)
+	}
+	for _, line := range lines {
+		if n, err := strconv.Atoi(fieldOf(line, "claim_batch")); err != nil || n < 1 || n > most {
+			t.Errorf("a granted GET's access line gives claim_batch %q, want 1 to %d: %s", fieldOf(line, "claim_batch"), most, line)
+		}
+	}
+	for _, g := range gws {
+		m := metricValues(t, g, "gateway_claim_batch_size_count", `gateway_claim_batch_size_bucket{le="`+limit+`"}`,
+			"gateway_claim_batch_size_sum", `gateway_claim_batches_total{result="committed"}`)
+		count, under, sum := m[0], m[1], m[2]
+		if count < float64(len(raceCases)*raceTrials) || sum < count {
+			t.Errorf("%s: %v claim transactions deciding %v claims; want at least one per trial of each case (%d)", g.Name, count, sum, len(raceCases)*raceTrials)
+		}
+		if under != count {
+			t.Errorf("%s: %v of %v claim transactions decided at most %s claims; GATEWAY_CLAIM_BATCH=%s caps every one", g.Name, under, count, limit, limit)
+		}
+		if m[3] < 1 {
+			t.Errorf("%s: gateway_claim_batches_total{result=\"committed\"} = %v", g.Name, m[3])
+		}
+	}
+}
+
+// grantedStampedeLines are the access lines of the stampede GETs that gws
+// answered 200.
+func grantedStampedeLines(tb testing.TB, gws []*Gateway) []string {
+	tb.Helper()
+	var out []string
+	for _, g := range gws {
+		b, err := os.ReadFile(g.StderrPath)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for line := range strings.Lines(string(b)) {
+			if strings.Contains(line, "msg=http ") && fieldOf(line, "user_agent") == "dlgate-e2e-stampede" && fieldOf(line, "status") == "200" {
+				out = append(out, line)
+			}
+		}
+	}
+	return out
+}
+
+// metricValues reads the samples named (name and labels as /metrics
+// writes them) from g's /metrics; a sample missing is 0.
+func metricValues(tb testing.TB, g *Gateway, samples ...string) []float64 {
+	tb.Helper()
+	r := MustFetch(tb, http.MethodGet, "http://"+g.AdminAddr+"/metrics")
+	out := make([]float64, len(samples))
+	for line := range strings.Lines(string(r.Body)) {
+		name, value, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok {
+			continue
+		}
+		if i := slices.Index(samples, name); i >= 0 {
+			out[i], _ = strconv.ParseFloat(value, 64)
+		}
+	}
+	return out
 }

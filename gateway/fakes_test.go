@@ -62,11 +62,6 @@ func (f *fakeLedger) LinkGet(ctx context.Context, id string) (*ledger.LinkStatus
 	return f.Ledger.LinkGet(ctx, id)
 }
 
-func (f *fakeLedger) Claim(ctx context.Context, req ledger.ClaimRequest) (*ledger.Grant, error) {
-	f.count("Claim")
-	return f.Ledger.Claim(ctx, req)
-}
-
 // LinkClaim counts as a lookup and a claim: the one call does both.
 func (f *fakeLedger) LinkClaim(ctx context.Context, hash []byte, req ledger.ClaimRequest, confirmed bool) (ledger.ClaimOutcome, error) {
 	f.count("LinkClaim")

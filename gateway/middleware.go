@@ -65,7 +65,18 @@ func (s *Server) accessLog(r *http.Request, info *httpx.Info, rec *httpx.Recorde
 	}
 	s.log.LogAttrs(r.Context(), level, accessMessage, slog.String("method", r.Method), slog.Int("status", status),
 		slog.Int64("bytes", rec.Bytes), slog.String("duration_ms", strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64)),
-		slog.String("client", client), slog.String("user_agent", public.UserAgent(r, 80)), affinityAttr(info), actorAttr(info))
+		slog.String("client", client), slog.String("user_agent", public.UserAgent(r, 80)), affinityAttr(info), actorAttr(info),
+		claimBatchAttr(r))
+}
+
+// claimBatchAttr says how many claims shared the transaction that decided
+// the request's claim (1: it went alone), when it made one.
+func claimBatchAttr(r *http.Request) slog.Attr {
+	n := ledger.WaitOf(r.Context()).ClaimBatch()
+	if n == 0 {
+		return slog.Attr{}
+	}
+	return slog.Int("claim_batch", n)
 }
 
 // actorAttr names the admin key of an authenticated admin request.

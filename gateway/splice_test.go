@@ -72,6 +72,9 @@ func (b *splicingBody) WriteNTo(w io.Writer, n int64) (int64, error) {
 			return done, werr
 		}
 		done += int64(k)
+		if err == io.EOF && done == n {
+			break // a reader may end with its last bytes
+		}
 		if err != nil {
 			return done, err
 		}

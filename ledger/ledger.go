@@ -304,24 +304,26 @@ type Claims interface {
 	// LinkGetByTokenHash returns the link, whatever its state. Errors:
 	// ErrNotFound, ErrUnavailable.
 	LinkGetByTokenHash(ctx context.Context, hash []byte) (*Link, error)
-	// Claim spends one allowance with a single conditional decrement and
-	// inserts the grant in the same transaction. Errors: ErrRefused (with
-	// the reason), ErrAmbiguous, ErrUnavailable.
-	Claim(ctx context.Context, req ClaimRequest) (*Grant, error)
-	// LinkClaim is the download path's one call: it reads the link
-	// with token hash hash and, when a GET of its URL claims at once
+	// LinkClaim is the download path's one claim call: it reads the link
+	// with token hash hash and, when a GET of its URL claims it at once
 	// (Link.ClaimsAtOnce(confirmed), confirmed for a POST from the
-	// landing page), claims it with Claim's decrement, all in one
-	// transaction (on MySQL one batch and its COMMIT or ROLLBACK).
-	// req.LinkID is ignored. Errors: ErrNotFound, ErrAmbiguous (with the
-	// outcome's link and grant), ErrUnavailable.
+	// landing page), spends one allowance and writes the grant, all in
+	// one transaction, which may decide other claims of the process with
+	// it (SPEC §1 "Group claims"). A refusal may come from the process's
+	// cache of links it saw unclaimable; a grant never does. req.LinkID
+	// is ignored. Errors: ErrNotFound, ErrAmbiguous (with the outcome's
+	// grant), ErrUnavailable.
 	LinkClaim(ctx context.Context, hash []byte, req ClaimRequest, confirmed bool) (ClaimOutcome, error)
 	// GrantRefund gives back the allowance of a granted claim and marks the
-	// grant refunded; refunding twice is a no-op. Errors: ErrNotFound.
+	// grant refunded, revoking the grant's session if it has one;
+	// refunding twice is a no-op. Errors: ErrNotFound.
 	GrantRefund(ctx context.Context, grantID string) error
-	// SessionMint claims and creates a session atomically. With an
-	// idempotency key already used for (link, account) it returns the
-	// existing session and created=false, claiming nothing. Errors as Claim.
+	// SessionMint claims one allowance of req.Claim.LinkID and creates a
+	// session, atomically, in a transaction that may decide other claims
+	// with it. With an idempotency key already used for (link, account)
+	// it returns the existing session and created=false, claiming
+	// nothing. Errors: ErrRefused (with the reason), ErrInvalid,
+	// ErrAmbiguous (with the session it may have minted), ErrUnavailable.
 	SessionMint(ctx context.Context, req MintRequest) (s *Session, created bool, err error)
 	// SessionGetByAffinity returns the session that session affinity (SPEC
 	// §5) gave the client on the link, when it is usable for a request
@@ -568,8 +570,11 @@ func (l *Link) Validate() error {
 }
 
 // Refusal says why l cannot be claimed by account at now, in the order
-// the claim's condition checks it, or "" when it can. It explains a
-// decision (logs, HEAD); it never makes one: only the claim does.
+// the claim's condition checks it (claimableSQL in ledger/sqlcore), or ""
+// when it can. The claim transaction judges each claim with it from the
+// row it locked, by the database's clock read with the row, and its
+// decrement repeats the condition in SQL; anywhere else it explains a
+// decision (logs, HEAD) and never makes one.
 func (l *Link) Refusal(account string, now time.Time) Reason {
 	switch {
 	case l.RevokedAt != nil:
@@ -586,8 +591,8 @@ func (l *Link) Refusal(account string, now time.Time) Reason {
 
 // ClaimsAtOnce reports whether a GET of l's URL claims it and streams the
 // object at once: delivery stream, and no confirmation asked unless the
-// request is the confirmation (a POST from the landing page). The claim by
-// token says the same in SQL (claimByTokenSQL); everything else asks this.
+// request is the confirmation (a POST from the landing page). The claim
+// transaction asks it of the row it locked, as everything else does.
 func (l *Link) ClaimsAtOnce(confirmed bool) bool {
 	return l.Delivery == DeliveryStream && (!l.Confirm || confirmed)
 }

@@ -17,6 +17,7 @@ type Wait struct {
 	set   bool
 	left  time.Duration
 	clock func() time.Time
+	batch int
 }
 
 type waitKey struct{}
@@ -64,4 +65,27 @@ func (w *Wait) Begin(timeout time.Duration) (time.Duration, func()) {
 // back a claim whose commit outcome is unknown).
 func WithoutWait(ctx context.Context) context.Context {
 	return context.WithValue(ctx, waitKey{}, (*Wait)(nil))
+}
+
+// ClaimBatch is how many claims shared the transaction that decided the
+// request's last claim (1: a transaction of its own), 0 when it made none:
+// for the access log.
+func (w *Wait) ClaimBatch() int {
+	if w == nil {
+		return 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.batch
+}
+
+// NoteClaimBatch records n as ClaimBatch; the ledger calls it when a
+// claim of the request is decided.
+func (w *Wait) NoteClaimBatch(n int) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.batch = n
+	w.mu.Unlock()
 }

@@ -38,3 +38,20 @@ func TestAWaitBoundsTheSumOfARequestsCalls(t *testing.T) {
 		t.Fatal("a context without a Wait has one")
 	}
 }
+
+func TestAWaitRecordsItsClaimsBatch(t *testing.T) {
+	w := WaitOf(WithWait(context.Background()))
+	if n := w.ClaimBatch(); n != 0 {
+		t.Fatalf("ClaimBatch before any claim = %d, want 0", n)
+	}
+	w.NoteClaimBatch(1)
+	w.NoteClaimBatch(17) // the request's last claim counts
+	if n := w.ClaimBatch(); n != 17 {
+		t.Fatalf("ClaimBatch = %d, want 17", n)
+	}
+	var none *Wait
+	none.NoteClaimBatch(3)
+	if n := none.ClaimBatch(); n != 0 {
+		t.Fatalf("nil Wait: ClaimBatch = %d, want 0", n)
+	}
+}

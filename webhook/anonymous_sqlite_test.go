@@ -30,11 +30,12 @@ func TestEventsOfAnAnonymousLinkSendNullAccount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := db.Claim(ctx, ledger.ClaimRequest{LinkID: link.ID, Kind: ledger.KindStream, Client: "203.0.113.7 curl/8.5.0"})
-	if err != nil {
-		t.Fatal(err)
+	tokenHash := append([]byte(nil), hash...) // hash is reused for the session below
+	o, err := db.LinkClaim(ctx, tokenHash, ledger.ClaimRequest{Kind: ledger.KindStream, Client: "203.0.113.7 curl/8.5.0"}, false)
+	if err != nil || o.Grant == nil {
+		t.Fatalf("LinkClaim = %+v, %v", o, err)
 	}
-	if err := db.GrantRefund(ctx, g.ID); err != nil {
+	if err := db.GrantRefund(ctx, o.Grant.ID); err != nil {
 		t.Fatal(err)
 	}
 	rand.Read(hash)
@@ -45,8 +46,8 @@ func TestEventsOfAnAnonymousLinkSendNullAccount(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Claim(ctx, ledger.ClaimRequest{LinkID: link.ID, Kind: ledger.KindStream, Client: "x"}); err != nil {
-		t.Fatal(err)
+	if o, err := db.LinkClaim(ctx, tokenHash, ledger.ClaimRequest{Kind: ledger.KindStream, Client: "x"}, false); err != nil || o.Grant == nil {
+		t.Fatalf("LinkClaim = %+v, %v", o, err)
 	}
 	if err := db.LinkRevoke(ctx, link.ID); err != nil {
 		t.Fatal(err)

@@ -105,8 +105,8 @@ func TestTwoWorkersDeliverEveryEventOfALinkInOrderThroughFailures(t *testing.T) 
 	}
 	for _, link := range links {
 		for range 2 {
-			if _, err := l.Claim(ctx, ledger.ClaimRequest{LinkID: link.ID, Kind: ledger.KindStream, Client: "test"}); err != nil {
-				t.Fatal(err)
+			if o, err := l.LinkClaim(ctx, link.TokenHash, ledger.ClaimRequest{Kind: ledger.KindStream, Client: "test"}, false); err != nil || o.Grant == nil {
+				t.Fatalf("LinkClaim = %+v, %v", o, err)
 			}
 		}
 		if err := l.LinkRevoke(ctx, link.ID); err != nil {

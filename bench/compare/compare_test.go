@@ -48,6 +48,8 @@ type plan struct {
 	largeClients   int           // concurrent 1 GiB downloads
 	largeDownloads int           // 1 GiB downloads per side and round
 	claims         int           // distinct links claimed per side and round
+	hotClaims      int           // claims of the hot link per round
+	singleClaims   int           // distinct links claimed by one client per side and round
 	rangeTime      time.Duration // per side and round
 	shortTime      time.Duration // unknown tokens, per side and round
 	memoryTime     time.Duration // 200 concurrent S3 downloads
@@ -57,9 +59,10 @@ type plan struct {
 }
 
 // runs reports whether any of the rows is to run: BENCH_ONLY is a
-// comma-separated list of fs, s3, claims, refusals, ranges64k, ranges1m, unknown,
-// memory, and the TLS rows (tls_test.go) tls-h1, tls-h2, tls-ranges64k,
-// s3-https, memory-https.
+// comma-separated list of fs, s3, claims (claims-distinct, claims-3p,
+// claims-hot, claims-hot-3p, claims-single), refusals (refusals-distinct,
+// refusals-spent), ranges64k, ranges1m, unknown, memory, and the TLS rows
+// (tls_test.go) tls-h1, tls-h2, tls-ranges64k, s3-https, memory-https.
 func (p plan) runs(rows ...string) bool {
 	if len(p.only) == 0 {
 		return true
@@ -73,10 +76,10 @@ func (p plan) runs(rows ...string) bool {
 }
 
 func newPlan(tb testing.TB) plan {
-	p := plan{rounds: 5, largeClients: 4, largeDownloads: 8, claims: 2000,
+	p := plan{rounds: 5, largeClients: 4, largeDownloads: 8, claims: 2000, hotClaims: 20000, singleClaims: 300,
 		rangeTime: 2 * time.Second, shortTime: 2 * time.Second, memoryTime: 4 * time.Second, profile: 5 * time.Second}
 	if os.Getenv("QUICK") == "1" {
-		p = plan{rounds: 2, largeClients: 4, largeDownloads: 4, claims: 600,
+		p = plan{rounds: 2, largeClients: 4, largeDownloads: 4, claims: 600, hotClaims: 8000, singleClaims: 150,
 			rangeTime: time.Second, shortTime: time.Second, memoryTime: 3 * time.Second}
 	}
 	if n, err := strconv.Atoi(os.Getenv("BENCH_LARGE_CLIENTS")); err == nil && n > 0 {
@@ -137,7 +140,7 @@ func BenchmarkCompare(b *testing.B) {
 		s3.stop()
 	}
 
-	if p.runs("fs", "claims", "refusals", "ranges64k", "ranges1m", "unknown") {
+	if p.runs(append([]string{"fs", "claims", "refusals", "ranges64k", "ranges1m", "unknown"}, append(claimRows, refusalRows...)...)...) {
 		fs := e.startFSGateway(b)
 		if p.runs("fs") {
 			rep.add(e.fsLarge(b, fs))
@@ -145,12 +148,7 @@ func BenchmarkCompare(b *testing.B) {
 		if p.runs("s3") {
 			rep.add(s3Row)
 		}
-		if p.runs("claims") {
-			rep.add(e.claims(b, fs))
-		}
-		if p.runs("refusals") {
-			rep.add(e.refusals(b, fs))
-		}
+		e.claimRowsOf(b, fs, rep)
 		if p.runs("ranges64k") {
 			rep.add(e.ranges(b, fs, 64<<10))
 		}
@@ -289,6 +287,8 @@ func (e *bench) startS3Gateway(b *testing.B) *gatewayProc {
 func (e *bench) startFSGateway(b *testing.B) *gatewayProc {
 	env := e.mysqlEnv(b)
 	env["GATEWAY_STORE"] = "fs"
+	// The spent-link row speaks for a crowd through X-Forwarded-For.
+	env["GATEWAY_TRUSTED_PROXIES"] = "127.0.0.1/32"
 	g := startGateway(b, e.gateway, env)
 	say("uploading 1 GiB, 64 MiB and 1 KiB through the gateway into its fs store")
 	for _, name := range []string{"big.bin", "ranges.bin", "small.bin"} {
@@ -458,18 +458,13 @@ func (e *bench) profileS3(b *testing.B, s3 *gatewayProc) {
 }
 
 // profileFS takes CPU profiles of the fs gateway on the rows that ran:
-// claims on distinct links, session ranges, unknown tokens.
+// claims on distinct links and of a hot link, session ranges, unknown
+// tokens.
 func (e *bench) profileFS(b *testing.B, fs *gatewayProc) {
 	if e.plan.profile == 0 {
 		return
 	}
-	if e.plan.runs("claims") {
-		links := fs.newLinks(b, 6000, "small.bin", `"downloads":1`)
-		e.profile(b, fs, "claims", "claims on distinct links", func(d time.Duration) {
-			loadgen.Run(e.ctx, e.client, loadgen.Config{Clients: 64, Requests: int64(len(links)), Duration: d,
-				Request: func(_ int, i int64) *http.Request { return get(links[i].URL)(0, 0) }})
-		})
-	}
+	e.profileClaims(b, fs)
 	for _, r := range []struct {
 		row  string
 		size int64
@@ -530,94 +525,6 @@ func (e *bench) profile(b *testing.B, g *gatewayProc, name, what string, load fu
 	}
 	os.WriteFile(filepath.Join(e.plan.out, name+"-gateway-top.txt"), top, 0o644) //nolint:errcheck // printed below anyway
 	fmt.Printf("\n%s\n(profile: %s)\n", top, path)
-}
-
-// claims compares claims on distinct one-download links through the
-// gateway with the five statements of the claim path that issue 8
-// measured, run by a plain Go loop on the same database.
-func (e *bench) claims(b *testing.B, fs *gatewayProc) row {
-	say("claims on distinct 1-download links vs the same statements in a plain Go loop")
-	loop := openLoopDB(b, fs)
-	var gwLinks, refLinks []link
-	gw, ref := alternate(e.plan.rounds,
-		func() {
-			gwLinks = fs.newLinks(b, e.plan.claims, "small.bin", `"downloads":1`)
-			refLinks = fs.newLinks(b, e.plan.claims, "small.bin", `"downloads":1`)
-		},
-		func() sample {
-			q0, cpu := e.q.read(b), cpuOf(fs.Pid(), e.db.Pid(), os.Getpid())
-			res := loadgen.Run(e.ctx, e.client, loadgen.Config{
-				Clients: 64, Requests: int64(len(gwLinks)), Duration: time.Minute,
-				Request: func(_ int, i int64) *http.Request { return get(gwLinks[i].URL)(0, 0) },
-			})
-			q := e.q.read(b) - q0 - 1
-			if res.Status(http.StatusOK) != int64(len(gwLinks)) || res.Failed > 0 {
-				b.Errorf("claims: %v", res)
-			}
-			return cpu.per(sample{"rate": res.Rate(), "p99": ms(res.Percentile(0.99)), "stmts": float64(q) / float64(res.Requests)}, res.Requests, "gw", "db", "client")
-		},
-		func() sample {
-			q0, cpu := e.q.read(b), cpuOf(e.db.Pid(), os.Getpid())
-			rate, p99, err := loop.run(e.ctx, refLinks, 64)
-			q := e.q.read(b) - q0 - 1
-			if err != nil {
-				b.Errorf("claim loop: %v", err)
-			}
-			return cpu.per(sample{"rate": rate, "p99": ms(p99), "stmts": float64(q) / float64(len(refLinks))}, int64(len(refLinks)), "db", "client")
-		})
-	return row{
-		work:      "claims, distinct 1-download links, MariaDB, 64 clients",
-		gateway:   gw.stat("rate").format("%.0f") + "/s, p99 " + gw.stat("p99").format("%.0f") + " ms, " + gw.stat("stmts").format("%.2f") + " statements each",
-		reference: "the 5 statements in a plain Go loop: " + ref.stat("rate").format("%.0f") + "/s, p99 " + ref.stat("p99").format("%.0f") + " ms, " + ref.stat("stmts").format("%.2f") + " statements",
-		ratio:     ratios(gw, "rate", ref, "rate").stat("r").format("%.2f"),
-		before:    "1,261/s, p99 95 ms, 5 statements vs 2,351/s, p99 48 ms: 0.54",
-		notes: []string{"Claims row, CPU per claim (user + system): through the gateway: gateway " + gw.stat("cpu.gw").format("%.0f") +
-			" µs + MariaDB " + gw.stat("cpu.db").format("%.0f") + " µs + load generator " + gw.stat("cpu.client").format("%.0f") +
-			" µs; the plain loop: MariaDB " + ref.stat("cpu.db").format("%.0f") + " µs + the loop " + ref.stat("cpu.client").format("%.0f") +
-			" µs. The sides share the 2 cores, so the rate follows the sum."},
-	}
-}
-
-// refusals compares GETs of spent one-download links (the generic 404)
-// through the gateway with the statements a refusal needs, in a plain Go
-// loop on the same database.
-func (e *bench) refusals(b *testing.B, fs *gatewayProc) row {
-	say("refused GETs of spent links vs the refusal's statements in a plain Go loop")
-	loop := openLoopDB(b, fs)
-	n := e.plan.claims / 2
-	links := fs.newLinks(b, n, "small.bin", `"downloads":1`)
-	if _, _, err := loop.run(e.ctx, links, 32); err != nil {
-		b.Fatalf("spending the links: %v", err)
-	}
-	gw, ref := alternate(e.plan.rounds, nil,
-		func() sample {
-			q0, cpu := e.q.read(b), cpuOf(fs.Pid(), e.db.Pid(), os.Getpid())
-			res := loadgen.Run(e.ctx, e.client, loadgen.Config{
-				Clients: 64, Requests: int64(len(links)), Duration: time.Minute,
-				Request: func(_ int, i int64) *http.Request { return get(links[i].URL)(0, 0) },
-			})
-			q := e.q.read(b) - q0 - 1
-			if res.Status(http.StatusNotFound) != int64(len(links)) || res.Failed > 0 {
-				b.Errorf("refusals: %v", res)
-			}
-			return cpu.per(sample{"rate": res.Rate(), "p99": ms(res.Percentile(0.99)), "stmts": float64(q) / float64(res.Requests)}, res.Requests, "gw", "db", "client")
-		},
-		func() sample {
-			q0, cpu := e.q.read(b), cpuOf(e.db.Pid(), os.Getpid())
-			rate, p99, err := loop.runEach(e.ctx, links, 64, loop.refuse)
-			q := e.q.read(b) - q0 - 1
-			if err != nil {
-				b.Errorf("refusal loop: %v", err)
-			}
-			return cpu.per(sample{"rate": rate, "p99": ms(p99), "stmts": float64(q) / float64(len(links))}, int64(len(links)), "db", "client")
-		})
-	return row{
-		work:      "refused GETs, spent 1-download links, MariaDB, 64 clients",
-		gateway:   gw.stat("rate").format("%.0f") + "/s, p99 " + gw.stat("p99").format("%.0f") + " ms, " + gw.stat("stmts").format("%.2f") + " statements each",
-		reference: "lookup, START, the decrement, ROLLBACK in a plain Go loop: " + ref.stat("rate").format("%.0f") + "/s, p99 " + ref.stat("p99").format("%.0f") + " ms, " + ref.stat("stmts").format("%.2f") + " statements",
-		ratio:     ratios(gw, "rate", ref, "rate").stat("r").format("%.2f"),
-		before:    "issue 15: about 7 statements, 5 round trips",
-	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

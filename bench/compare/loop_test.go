@@ -174,3 +174,21 @@ func (c claimLoop) runEach(ctx context.Context, links []link, clients int, op fu
 	c.op = op // on this copy
 	return c.run(ctx, links, clients)
 }
+
+// latency claims each of links once, one after another, and returns the
+// median time of one claim.
+func (c claimLoop) latency(ctx context.Context, links []link) (time.Duration, error) {
+	lat := make([]time.Duration, 0, len(links))
+	for _, l := range links {
+		t := time.Now()
+		if err := c.claim(ctx, l); err != nil {
+			return 0, err
+		}
+		lat = append(lat, time.Since(t))
+	}
+	slices.Sort(lat)
+	if len(lat) == 0 {
+		return 0, nil
+	}
+	return lat[len(lat)/2], nil
+}

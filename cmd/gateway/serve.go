@@ -217,6 +217,7 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	}
 	defer db.Close()
 	db.Timeout = cfg.DBTimeout
+	db.ClaimBatch, db.RefusalCache = cfg.ClaimBatch, cfg.RefusalCache
 	store, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
@@ -244,6 +245,8 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Before anything is served: nothing claims yet.
+	db.OnClaimBatch = func(b sqlcore.ClaimBatchStats) { srv.ObserveClaimBatch(b.Size, b.QueueWait, b.Err != nil) }
 	hooks, err := newWebhooks(cfg, db, srv.Registry(), log)
 	if err != nil {
 		return err

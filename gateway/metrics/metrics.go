@@ -35,6 +35,12 @@ type Metrics struct {
 	AdminAuthThrottled prometheus.Counter
 	AdminAuthPenalties prometheus.Counter
 	AdminKeyLookups    prometheus.Counter
+	// Group claims (ledger/sqlcore/group.go): how many claims each claim
+	// transaction decided, how many transactions by result, and how long
+	// the oldest claim of each waited for the transaction in flight.
+	ClaimBatchSize prometheus.Histogram
+	ClaimBatches   *prometheus.CounterVec
+	ClaimQueueWait prometheus.Histogram
 }
 
 // New makes the series, and the build, Go and process collectors, on a
@@ -94,6 +100,17 @@ func New(version string) *Metrics {
 		AdminKeyLookups: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gateway_admin_key_lookups_total", Help: "Admin API keys looked up in the database (not found in this process's short cache of verified keys).",
 		}),
+		ClaimBatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "gateway_claim_batch_size", Help: "Claims decided by one claim transaction (1: a claim alone).",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024},
+		}),
+		ClaimBatches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_claim_batches_total", Help: "Claim transactions by result: committed, or failed (its claims then decided alone).",
+		}, []string{"result"}),
+		ClaimQueueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "gateway_claim_queue_wait_seconds", Help: "How long the oldest claim of a claim transaction waited for the one in flight (0: none was).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9),
+		}),
 	}
 	if version == "" {
 		version = "dev"
@@ -107,6 +124,7 @@ func New(version string) *Metrics {
 	m.Reg.MustRegister(m.Requests, m.Duration, m.BodyBytes, m.Claims, m.Refunds, m.Sessions, m.Previews, m.AuthFailures,
 		m.Streaming, m.BudgetDraw, m.Swept, m.RefusalsThrottled, m.RefusalPenalties,
 		m.AdminAuthFailures, m.AdminAuthThrottled, m.AdminAuthPenalties, m.AdminKeyLookups,
+		m.ClaimBatchSize, m.ClaimBatches, m.ClaimQueueWait,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -116,6 +134,19 @@ func (m *Metrics) Observe(route, method string, status int, d time.Duration, byt
 	m.Requests.WithLabelValues(route, methodLabel(method), strconv.Itoa(status)).Inc()
 	m.Duration.WithLabelValues(route).Observe(d.Seconds())
 	m.BodyBytes.WithLabelValues(route).Add(float64(bytes))
+}
+
+// ClaimBatch counts one claim transaction of size claims whose oldest
+// waited queueWait for it; failed when it did not commit (its claims are
+// then decided alone, each a batch of its own).
+func (m *Metrics) ClaimBatch(size int, queueWait time.Duration, failed bool) {
+	result := "committed"
+	if failed {
+		result = "failed"
+	}
+	m.ClaimBatches.WithLabelValues(result).Inc()
+	m.ClaimBatchSize.Observe(float64(size))
+	m.ClaimQueueWait.Observe(queueWait.Seconds())
 }
 
 // methodLabel keeps the method label to a fixed set: a client can send any

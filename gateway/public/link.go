@@ -130,8 +130,7 @@ func (h *Handler) claimLink(w http.ResponseWriter, r *http.Request, c *call) err
 	switch {
 	case err != nil: // the claim's outcome is unknown
 		if o.Grant != nil {
-			attrs = append(attrs, "grant_id", o.Grant.ID)
-			h.settleUnknown(c.ctx, o.Grant, attrs)
+			h.settleUnknown(c.ctx, unknownClaim{grantID: o.Grant.ID}, attrs)
 		}
 		h.Metrics.Claims.WithLabelValues(ledger.KindStream, problem.ReasonOf(err)).Inc()
 		return about(err, attrs...)

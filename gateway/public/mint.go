@@ -1,6 +1,7 @@
 package public
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -98,6 +99,9 @@ func (h *Handler) mint(w http.ResponseWriter, c *call, l *ledger.Link, o mintOpt
 		AffinityKeys:   o.affinity.keys,
 	})
 	if err != nil {
+		if errors.Is(err, ledger.ErrAmbiguous) && x != nil {
+			h.settleUnknown(c.ctx, unknownClaim{grantID: x.GrantID, sessionID: x.ID}, attrs)
+		}
 		h.Metrics.Claims.WithLabelValues(ledger.KindSession, problem.ReasonOf(err)).Inc()
 		return about(err, attrs...)
 	}

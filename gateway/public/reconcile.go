@@ -26,14 +26,40 @@ const (
 	refundMaxPause = 5 * time.Minute
 )
 
-// settleUnknown gives back g, a grant whose commit outcome is unknown,
+// unknownClaim is a claim whose commit outcome is unknown: its grant and,
+// for a mint, the session it may have minted.
+type unknownClaim struct {
+	grantID, sessionID string
+}
+
+// settle refunds the claim (and so revokes the session it may have
+// minted: nobody was told its URL). ErrNotFound: it never committed.
+func (h *Handler) settle(ctx context.Context, u unknownClaim) error {
+	ctx, cancel := context.WithTimeout(ledger.WithoutWait(ctx), refundWait)
+	defer cancel()
+	return h.Claims.GrantRefund(ctx, u.grantID)
+}
+
+// settleUnknown gives back u, a claim whose commit outcome is unknown,
 // before its request is answered 503; it reports whether the outcome is
 // now settled (refunded, or never committed).
-func (h *Handler) settleUnknown(ctx context.Context, g *ledger.Grant, attrs []any) bool {
-	attrs = append(attrs, "grant_id", g.ID)
-	ctx, cancel := context.WithTimeout(ledger.WithoutWait(context.WithoutCancel(ctx)), refundWait)
-	defer cancel()
-	err := h.Claims.GrantRefund(ctx, g.ID)
+func (h *Handler) settleUnknown(ctx context.Context, u unknownClaim, attrs []any) bool {
+	attrs = append(attrs, "grant_id", u.grantID)
+	if u.sessionID != "" {
+		attrs = append(attrs, "session_id", u.sessionID)
+	}
+	ctx = context.WithoutCancel(ctx)
+	if h.settled(ctx, h.settle(ctx, u), attrs) {
+		return true
+	}
+	h.Log.WarnContext(ctx, "claim's commit outcome is unknown; refund retried in the background", attrs...)
+	go h.refundLater(ctx, u, attrs)
+	return false
+}
+
+// settled logs and counts a settlement that err ended; false when the
+// database could not answer.
+func (h *Handler) settled(ctx context.Context, err error, attrs []any) bool {
 	switch {
 	case err == nil:
 		h.Metrics.Refunds.WithLabelValues("commit_unknown").Inc()
@@ -43,29 +69,18 @@ func (h *Handler) settleUnknown(ctx context.Context, g *ledger.Grant, attrs []an
 		h.Log.InfoContext(ctx, "claim's commit outcome was unknown; it had not committed", attrs...)
 		return true
 	}
-	h.Log.WarnContext(ctx, "claim's commit outcome is unknown; refund retried in the background", append(attrs, "err", err)...)
-	go h.refundLater(context.WithoutCancel(ctx), g, attrs)
 	return false
 }
 
-// refundLater retries the refund of g with growing pauses until the
+// refundLater retries the settlement of u with growing pauses until the
 // database settles it. A process that stops meanwhile leaves it to the
 // operator: the error line names the grant.
-func (h *Handler) refundLater(ctx context.Context, g *ledger.Grant, attrs []any) {
+func (h *Handler) refundLater(ctx context.Context, u unknownClaim, attrs []any) {
 	pause := time.Second
 	for range refundRetries {
 		time.Sleep(pause)
 		pause = min(2*pause, refundMaxPause)
-		rctx, cancel := context.WithTimeout(ledger.WithoutWait(ctx), refundWait)
-		err := h.Claims.GrantRefund(rctx, g.ID)
-		cancel()
-		switch {
-		case err == nil:
-			h.Metrics.Refunds.WithLabelValues("commit_unknown").Inc()
-			h.Log.WarnContext(ctx, "claim's commit outcome was unknown; it had committed and is refunded", attrs...)
-			return
-		case errors.Is(err, ledger.ErrNotFound):
-			h.Log.InfoContext(ctx, "claim's commit outcome was unknown; it had not committed", attrs...)
+		if h.settled(ctx, h.settle(ctx, u), attrs) {
 			return
 		}
 	}

@@ -103,10 +103,10 @@ func exerciseClaims(t *testing.T, newLedger NewLedger) {
 		_, err := e.claim(l, "")
 		wantReason(t, err, ledger.ReasonExhausted)
 	})
-	t.Run("UnknownLinkRefuses", func(t *testing.T) {
+	t.Run("AMintOfAnUnknownLinkIsRefused", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, newLedger)
-		_, err := e.l.Claim(e.ctx, ledger.ClaimRequest{LinkID: "00000000-0000-0000-0000-000000000000", Kind: ledger.KindStream})
+		_, _, err := e.mint(&ledger.Link{ID: "00000000-0000-0000-0000-000000000000"}, "", "", 100, 1)
 		wantReason(t, err, ledger.ReasonUnknown)
 	})
 	t.Run("RefundRestoresExactlyOneAllowance", func(t *testing.T) {

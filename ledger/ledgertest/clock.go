@@ -76,17 +76,20 @@ func ExerciseClockSkew(t *testing.T, open OpenShared) {
 	t.Run("LinkExpiryIsTheDatabases", func(t *testing.T) {
 		t.Parallel()
 		ctx, r, f, s := setup(t)
-		live := mustSkewLink(t, r, time.Now().Add(10*time.Second))
-		if _, err := f.Claim(ctx, ledger.ClaimRequest{LinkID: live.ID, Kind: ledger.KindStream}); err != nil {
+		live := mustSkewLink(t, r, time.Now().Add(10*time.Second), stream)
+		if _, err := grantOf(f.LinkClaim(ctx, live.TokenHash, ledger.ClaimRequest{Kind: ledger.KindStream}, false)); err != nil {
 			t.Fatalf("fast process claiming a live link: %v", err)
 		}
-		dead := mustSkewLink(t, r, time.Now().Add(-2*time.Second))
-		_, err := s.Claim(ctx, ledger.ClaimRequest{LinkID: dead.ID, Kind: ledger.KindStream})
+		if _, _, err := f.SessionMint(ctx, skewMint(live, time.Now().Add(time.Hour))); err != nil {
+			t.Fatalf("fast process minting on a live link: %v", err)
+		}
+		dead := mustSkewLink(t, r, time.Now().Add(-2*time.Second), stream)
+		_, err := grantOf(s.LinkClaim(ctx, dead.TokenHash, ledger.ClaimRequest{Kind: ledger.KindStream}, false))
 		wantReason(t, err, ledger.ReasonExpired)
 		_, _, err = s.SessionMint(ctx, skewMint(dead, time.Now().Add(time.Hour)))
 		wantReason(t, err, ledger.ReasonExpired)
 		st, err := r.LinkGet(ctx, dead.ID)
-		if err != nil || st.Remaining != 1 || st.Grants[ledger.StatusGranted] != 0 {
+		if err != nil || st.Remaining != 2 || st.Grants[ledger.StatusGranted] != 0 {
 			t.Fatalf("expired link after a slow process's claims: %+v, %v", st, err)
 		}
 	})
@@ -110,13 +113,20 @@ func ExerciseClockSkew(t *testing.T, open OpenShared) {
 	})
 }
 
-func mustSkewLink(tb testing.TB, l ledger.Ledger, expires time.Time) *ledger.Link {
+// stream makes a link of delivery stream.
+func stream(l *ledger.Link) { l.Delivery, l.Allowance, l.Remaining = ledger.DeliveryStream, 2, 2 }
+
+func mustSkewLink(tb testing.TB, l ledger.Ledger, expires time.Time, edit ...func(*ledger.Link)) *ledger.Link {
 	tb.Helper()
-	out, _, err := l.LinkCreate(context.Background(), &ledger.Link{
+	in := &ledger.Link{
 		ID: uuid.Must(uuid.NewV7()).String(), TokenHash: randomHash(tb),
 		Object:    ledger.Object{Bucket: "b", Key: "k", VersionID: "v1", Size: 10},
 		Allowance: 1, Remaining: 1, ExpiresAt: expires, Delivery: ledger.DeliverySession,
-	})
+	}
+	for _, f := range edit {
+		f(in)
+	}
+	out, _, err := l.LinkCreate(context.Background(), in)
 	if err != nil {
 		tb.Fatal(err)
 	}

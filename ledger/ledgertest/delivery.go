@@ -243,7 +243,8 @@ func exerciseStreamDelivery(t *testing.T, newLedger NewOutboxLedger) {
 			e := deliveryEnv(t, newLedger, events)
 			l := e.MustLink(t, 2, func(l *ledger.Link) { l.Delivery = ledger.DeliverySession })
 			x := e.MustSession(t, l, 1000, 1)
-			g := e.mustClaimStream(t, l, "")
+			stream := e.MustLink(t, 2)
+			g := e.mustClaimStream(t, stream, "")
 			for _, c := range []struct {
 				d    ledger.StreamDelivery
 				want error
@@ -260,7 +261,7 @@ func exerciseStreamDelivery(t *testing.T, newLedger NewOutboxLedger) {
 					t.Errorf("webhooks %v: GrantDeliveryRecord(%+v) = %v, want %v", events, c.d, err, c.want)
 				}
 			}
-			if got := e.mustGrant(t, l.ID, g.ID); got.Delivery.Status != ledger.DeliveryNone || got.Delivery.InterruptedAt != nil {
+			if got := e.mustGrant(t, stream.ID, g.ID); got.Delivery.Status != ledger.DeliveryNone || got.Delivery.InterruptedAt != nil {
 				t.Fatalf("webhooks %v: refused records changed the grant: %+v", events, got.Delivery)
 			}
 		}

@@ -5,6 +5,7 @@ package ledgertest
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -36,23 +37,29 @@ func (c *Clock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
 // Add moves the clock by d.
 func (c *Clock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
 
-// Exercise runs the whole suite.
-// ExerciseClaims runs the parts of the suite that claim (by id, by token,
-// minting sessions, affinity), for a backend to run them again in another
-// mode of its own: MySQL with webhooks on claims in an ordinary
-// transaction where it otherwise batches.
+// ExerciseClaims runs the parts of the suite that claim (by token,
+// minting sessions, affinity, group claims, the refusal cache), for a
+// backend to run them again in another mode of its own: with webhooks on
+// (the claim writes its outbox rows in the same transaction), or with
+// grouping off (ClaimBatch 1).
 func ExerciseClaims(t *testing.T, newLedger NewLedger) {
 	t.Run("Claims", func(t *testing.T) { exerciseClaims(t, newLedger) })
 	t.Run("ClaimsByToken", func(t *testing.T) { exerciseClaimsByToken(t, newLedger) })
 	t.Run("Sessions", func(t *testing.T) { exerciseSessions(t, newLedger) })
+	t.Run("Affinity", func(t *testing.T) { exerciseAffinity(t, newLedger) })
 	t.Run("ClientAffinity", func(t *testing.T) { exerciseClientAffinity(t, newLedger) })
+	t.Run("GroupClaims", func(t *testing.T) { exerciseGroupClaims(t, newLedger) })
+	t.Run("Refusals", func(t *testing.T) { exerciseRefusals(t, newLedger) })
 }
 
+// Exercise runs the whole suite.
 func Exercise(t *testing.T, newLedger NewLedger) {
 	t.Run("Links", func(t *testing.T) { exerciseLinks(t, newLedger) })
 	t.Run("Claims", func(t *testing.T) { exerciseClaims(t, newLedger) })
 	t.Run("ClaimsByToken", func(t *testing.T) { exerciseClaimsByToken(t, newLedger) })
 	t.Run("Sessions", func(t *testing.T) { exerciseSessions(t, newLedger) })
+	t.Run("GroupClaims", func(t *testing.T) { exerciseGroupClaims(t, newLedger) })
+	t.Run("Refusals", func(t *testing.T) { exerciseRefusals(t, newLedger) })
 	t.Run("Caps", func(t *testing.T) { exerciseCaps(t, newLedger) })
 	t.Run("Listing", func(t *testing.T) { exerciseListing(t, newLedger) })
 	t.Run("Affinity", func(t *testing.T) { exerciseAffinity(t, newLedger) })
@@ -127,8 +134,25 @@ func (e *env) mustBeSpent(tb testing.TB, id string, k int) {
 	}
 }
 
+// claim claims l by its token hash for account, as a GET of its URL does,
+// and returns the grant, or the refusal as an error (ErrRefused with its
+// reason).
 func (e *env) claim(l *ledger.Link, account string) (*ledger.Grant, error) {
-	return e.l.Claim(e.ctx, ledger.ClaimRequest{LinkID: l.ID, AccountID: account, Kind: ledger.KindStream, Client: "test"})
+	return grantOf(e.l.LinkClaim(e.ctx, l.TokenHash, ledger.ClaimRequest{AccountID: account, Kind: ledger.KindStream, Client: "test"}, false))
+}
+
+// grantOf is a claim's outcome as a grant or an error: the refusal as
+// ErrRefused with its reason.
+func grantOf(o ledger.ClaimOutcome, err error) (*ledger.Grant, error) {
+	switch {
+	case err != nil:
+		return o.Grant, err
+	case o.Grant != nil:
+		return o.Grant, nil
+	case o.Refusal != "":
+		return nil, ledger.Refused(o.Refusal)
+	}
+	return nil, fmt.Errorf("ledgertest: the link is not claimed at once (delivery %q, confirm %v)", o.Link.Delivery, o.Link.Confirm)
 }
 
 func wantReason(tb testing.TB, err error, want ledger.Reason) {

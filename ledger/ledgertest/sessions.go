@@ -56,6 +56,38 @@ func exerciseSessions(t *testing.T, newLedger NewLedger) {
 			t.Fatalf("grants %+v", p.Grants)
 		}
 	})
+	t.Run("RefundingASessionGrantRevokesItsSession", func(t *testing.T) {
+		// The refund of a mint whose commit outcome was unknown (its
+		// answer was a 503): nobody knows the session's URL, and a mint
+		// replayed for its Idempotency-Key must not hand out a session
+		// that cost nothing.
+		t.Parallel()
+		e := setup(t, newLedger)
+		l := e.MustLink(t, 1, func(l *ledger.Link) { l.Delivery = ledger.DeliverySession })
+		s, created, err := e.mint(l, "", "key", 1000, 1)
+		if err != nil || !created {
+			t.Fatalf("SessionMint = %v, %v", created, err)
+		}
+		if err := e.l.GrantRefund(e.ctx, s.GrantID); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.l.SessionGet(e.ctx, s.ID)
+		if err != nil || got.RevokedAt == nil {
+			t.Fatalf("the session of a refunded grant: %+v, %v; want it revoked", got, err)
+		}
+		if st := e.mustStatus(t, l.ID); st.Remaining != 1 || st.ActiveSessions != 0 || st.Grants[ledger.StatusRefunded] != 1 {
+			t.Fatalf("after the refund: %+v; want the allowance back, no live session", st)
+		}
+		if again, created, err := e.mint(l, "", "key", 1000, 1); err != nil || created || again.ID != s.ID || again.Usable(e.clock.Now(), 1) {
+			t.Fatalf("the mint replayed for its key = %+v, %v, %v; want the revoked session, unusable", again, created, err)
+		}
+		if err := e.l.GrantRefund(e.ctx, s.GrantID); err != nil {
+			t.Fatalf("a second refund: %v", err)
+		}
+		if st := e.mustStatus(t, l.ID); st.Remaining != 1 {
+			t.Fatalf("a second refund gave back more: remaining %d", st.Remaining)
+		}
+	})
 	t.Run("MintOnExhaustedLinkIsRefusedAndCreatesNothing", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, newLedger)

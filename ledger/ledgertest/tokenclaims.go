@@ -23,7 +23,7 @@ func (e *env) outcome(hash []byte, account string, confirmed bool) (ledger.Claim
 
 func exerciseClaimsByToken(t *testing.T, newLedger NewLedger) {
 	for _, k := range []int{1, 5} {
-		t.Run(fmt.Sprintf("HundredConcurrentClaimsByTokenAndByIDGrantExactlyRemaining/%d", k), func(t *testing.T) {
+		t.Run(fmt.Sprintf("HundredConcurrentClaimsByTokenAndMintsGrantExactlyRemaining/%d", k), func(t *testing.T) {
 			t.Parallel()
 			e := setup(t, newLedger)
 			l := e.MustLink(t, k)
@@ -44,17 +44,18 @@ func exerciseClaimsByToken(t *testing.T, newLedger NewLedger) {
 					}
 					return nil
 				}
-				_, err := e.claim(l, "")
+				// A mint claims the link by its id.
+				_, _, err := e.mint(l, "", "", 100, 1)
 				switch {
 				case err == nil:
 					byID.Add(1)
 				case ledger.ReasonOf(err) != ledger.ReasonExhausted:
-					return fmt.Errorf("claim failed other than exhausted: %w", err)
+					return fmt.Errorf("mint failed other than exhausted: %w", err)
 				}
 				return nil
 			})
 			if n := byToken.Load() + byID.Load(); n != int64(k) {
-				t.Fatalf("%d claims granted (%d by token, %d by id), want exactly %d", n, byToken.Load(), byID.Load(), k)
+				t.Fatalf("%d claims granted (%d by token, %d by mints), want exactly %d", n, byToken.Load(), byID.Load(), k)
 			}
 			e.mustBeSpent(t, l.ID, k)
 		})

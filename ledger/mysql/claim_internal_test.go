@@ -9,12 +9,14 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/dlgate/dlgate/internal/testenv"
+	"github.com/dlgate/dlgate/ledger/sqlcore"
 )
 
-// TestABatchCommitsOnlyWhatItsScanApproves: a batch whose statement fails
-// midway, or whose scan says no, commits nothing, and the connection goes
-// back to the pool with no transaction open on it.
-func TestABatchCommitsOnlyWhatItsScanApproves(t *testing.T) {
+// TestABatchCommitsOnlyWhatItsPlanApproves: a batch whose write fails
+// midway, affects other rows than planned, whose read fails, or whose plan
+// asks no commit, commits nothing, and the connection goes back to the
+// pool with no transaction open on it.
+func TestABatchCommitsOnlyWhatItsPlanApproves(t *testing.T) {
 	dsn := testenv.SharedMariaDB(t).NewDatabase(t)
 	ctx := context.Background()
 	db, err := Open(ctx, dsn)
@@ -59,19 +61,22 @@ func TestABatchCommitsOnlyWhatItsScanApproves(t *testing.T) {
 		}
 		return n, 1 - seen
 	}
-	readN := func(commit bool) func(*sql.Rows) (bool, error) {
-		return func(rows *sql.Rows) (bool, error) {
-			var n int
-			if !rows.Next() {
-				return false, errors.New("no row")
-			}
-			return commit, rows.Scan(&n)
+	// readN reads the counter; plan then writes what it returns.
+	var n int
+	readN := func(_ int, rows *sql.Rows) error {
+		if !rows.Next() {
+			return errors.New("no row")
 		}
+		return rows.Scan(&n)
 	}
-	const decrement = `START TRANSACTION; UPDATE counter SET n = n - 1 WHERE id = ? AND n > 0;`
+	lock := []sqlcore.Stmt{{SQL: `SELECT n FROM counter WHERE id = ? FOR UPDATE`, Args: []any{1}}}
+	decrement := sqlcore.Stmt{SQL: `UPDATE counter SET n = n - 1 WHERE id = ? AND n > 0`, Args: []any{1}, Rows: 1}
+	writes := func(w ...sqlcore.Stmt) func() (sqlcore.Writes, error) {
+		return func() (sqlcore.Writes, error) { return sqlcore.Writes{Stmts: w, Commit: true}, nil }
+	}
 
-	// The server refuses a statement after the decrement ran.
-	err = batch(ctx, pool, decrement+` INSERT INTO no_such_table SELECT ? FROM DUAL; SELECT 1`, []any{1, "x"}, readN(true))
+	// The server refuses a write after the decrement ran.
+	err = batch(ctx, pool, sql.LevelReadCommitted, lock, readN, writes(decrement, sqlcore.Stmt{SQL: `INSERT INTO no_such_table SELECT ? FROM DUAL`, Args: []any{"x"}, Rows: 1}))
 	var me *gomysql.MySQLError
 	if !errors.As(err, &me) {
 		t.Fatalf("batch = %v; want the server's error", err)
@@ -79,23 +84,52 @@ func TestABatchCommitsOnlyWhatItsScanApproves(t *testing.T) {
 	if n, inTx := state(); n != 5 || inTx != 0 {
 		t.Fatalf("after the failed batch: n = %d, in_transaction = %d; want 5 (rolled back) and 0", n, inTx)
 	}
-	// The scan says no.
-	if err := batch(ctx, pool, decrement+` SELECT n FROM counter WHERE id = 1`, []any{1}, readN(false)); err != nil {
+	// A write matches other rows than the plan said.
+	err = batch(ctx, pool, sql.LevelReadCommitted, lock, readN, writes(decrement, sqlcore.Stmt{SQL: `UPDATE counter SET n = n - 1 WHERE id = ?`, Args: []any{2}, Rows: 1}))
+	var re *sqlcore.RowsError
+	if !errors.As(err, &re) || re.Stmt != 1 || re.Want != 1 || re.Got != 0 {
+		t.Fatalf("batch whose second write matched nothing = %v; want a RowsError of write 1 (0 rows, want 1)", err)
+	}
+	if n, inTx := state(); n != 5 || inTx != 0 {
+		t.Fatalf("after the miscounted batch: n = %d, in_transaction = %d; want 5 and 0", n, inTx)
+	}
+	// The plan asks for nothing.
+	if err := batch(ctx, pool, sql.LevelReadCommitted, lock, readN, func() (sqlcore.Writes, error) { return sqlcore.Writes{}, nil }); err != nil {
 		t.Fatal(err)
 	}
 	if n, inTx := state(); n != 5 || inTx != 0 {
 		t.Fatalf("after the refused batch: n = %d, in_transaction = %d; want 5 and 0", n, inTx)
 	}
-	// The scan fails.
-	if err := batch(ctx, pool, decrement+` SELECT n FROM counter WHERE id = 2`, []any{1}, readN(true)); err == nil {
-		t.Fatal("batch of a scan that failed: no error")
+	// The plan writes and asks for no commit.
+	if err := batch(ctx, pool, sql.LevelReadCommitted, lock, readN, func() (sqlcore.Writes, error) {
+		return sqlcore.Writes{Stmts: []sqlcore.Stmt{decrement}}, nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	if n, inTx := state(); n != 5 || inTx != 0 {
-		t.Fatalf("after the failed scan: n = %d, in_transaction = %d; want 5 and 0", n, inTx)
+		t.Fatalf("after the batch that wrote and rolled back: n = %d, in_transaction = %d; want 5 and 0", n, inTx)
 	}
-	// The scan says yes.
-	if err := batch(ctx, pool, decrement+` SELECT n FROM counter WHERE id = 1`, []any{1}, readN(true)); err != nil {
+	// The read fails.
+	if err := batch(ctx, pool, sql.LevelReadCommitted, []sqlcore.Stmt{{SQL: `SELECT n FROM counter WHERE id = ?`, Args: []any{2}}}, readN, writes(decrement)); err == nil {
+		t.Fatal("batch of a read that failed: no error")
+	}
+	if n, inTx := state(); n != 5 || inTx != 0 {
+		t.Fatalf("after the failed read: n = %d, in_transaction = %d; want 5 and 0", n, inTx)
+	}
+	// Two reads, the plan sees both, and commits.
+	var seen []int
+	two := append(lock, sqlcore.Stmt{SQL: `SELECT COUNT(*) FROM marks`})
+	if err := batch(ctx, pool, sql.LevelReadCommitted, two, func(i int, rows *sql.Rows) error {
+		if err := readN(i, rows); err != nil {
+			return err
+		}
+		seen = append(seen, n)
+		return nil
+	}, writes(decrement)); err != nil {
 		t.Fatal(err)
+	}
+	if len(seen) != 2 || seen[0] != 5 {
+		t.Fatalf("the reads saw %v; want n = 5 and the count of marks", seen)
 	}
 	if n, inTx := state(); n != 4 || inTx != 0 {
 		t.Fatalf("after the committed batch: n = %d, in_transaction = %d; want 4 and 0", n, inTx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -36,14 +37,14 @@ func TestGrantsFilteredByDeliveryAreOneIndexRangeScan(t *testing.T) {
 	db := MustOpen(t, testenv.SharedMariaDB(t).NewDatabase(t), time.Now).(*sqlcore.DB)
 	ctx := context.Background()
 	const grants, partial = 300, 3
-	l := &ledger.Link{ID: uuid.Must(uuid.NewV7()).String(), TokenHash: make([]byte, 32),
+	l := &ledger.Link{ID: uuid.Must(uuid.NewV7()).String(), TokenHash: randomHash32(),
 		Object:    ledger.Object{Bucket: "b", Key: "k", VersionID: "v1", Size: 1000},
 		Allowance: grants, Remaining: grants, ExpiresAt: time.Now().Add(time.Hour), Delivery: ledger.DeliveryStream}
 	if _, _, err := db.LinkCreate(ctx, l); err != nil {
 		t.Fatal(err)
 	}
 	for i := range grants {
-		g, err := db.Claim(ctx, ledger.ClaimRequest{LinkID: l.ID, Kind: ledger.KindStream, Client: "test"})
+		g, err := claimStream(ctx, db, l)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +131,7 @@ func TestDeliveryRecordsCostFewStatements(t *testing.T) {
 		return l
 	}
 	stream := link(ledger.DeliveryStream)
-	g, err := db.Claim(ctx, ledger.ClaimRequest{LinkID: stream.ID, Kind: ledger.KindStream, Client: "test"})
+	g, err := claimStream(ctx, db, stream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,4 +196,13 @@ func randomHash32() []byte {
 	b := make([]byte, 32)
 	rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
 	return b
+}
+
+// claimStream claims stream link l as a GET of its URL does.
+func claimStream(ctx context.Context, db *sqlcore.DB, l *ledger.Link) (*ledger.Grant, error) {
+	o, err := db.LinkClaim(ctx, l.TokenHash, ledger.ClaimRequest{Kind: ledger.KindStream, Client: "test"}, false)
+	if err == nil && o.Grant == nil {
+		err = fmt.Errorf("claim of %s refused: %s", l.ID, o.Refusal)
+	}
+	return o.Grant, err
 }

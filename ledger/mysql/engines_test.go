@@ -119,6 +119,7 @@ func TestConformanceAsOnTiDB(t *testing.T) {
 		}, shared)
 	})
 	t.Run("AcrossProcesses", func(t *testing.T) { ledgertest.ExerciseAcrossProcesses(t, shared) })
+	t.Run("ClaimsAcrossProcesses", func(t *testing.T) { ledgertest.ExerciseClaimsAcrossProcesses(t, shared) })
 	t.Run("ObjectsAcrossProcesses", func(t *testing.T) { ledgertest.ExerciseObjectsAcrossProcesses(t, shared) })
 	t.Run("ClockSkew", func(t *testing.T) { ledgertest.ExerciseClockSkew(t, shared) })
 	t.Run("ConsoleAcrossProcesses", func(t *testing.T) { ledgertest.ExerciseConsoleAcrossProcesses(t, shared) })
@@ -319,8 +320,16 @@ func TestLockWaitsEndWithTheCallsDeadline(t *testing.T) {
 				name string
 				call func(context.Context) error
 			}{
-				{"Claim", func(ctx context.Context) error {
-					_, err := db.Claim(ctx, ledger.ClaimRequest{LinkID: link.ID, Kind: ledger.KindStream})
+				{"LinkClaim", func(ctx context.Context) error {
+					_, err := db.LinkClaim(ctx, link.TokenHash, ledger.ClaimRequest{Kind: ledger.KindStream}, false)
+					return err
+				}},
+				{"SessionMint", func(ctx context.Context) error {
+					_, _, err := db.SessionMint(ctx, ledger.MintRequest{
+						Claim:     ledger.ClaimRequest{LinkID: link.ID, Kind: ledger.KindSession},
+						SessionID: uuid.Must(uuid.NewV7()).String(), TokenHash: []byte(strings.Repeat("t", 32)),
+						ByteBudget: 1000, MaxConcurrency: 1, ExpiresAt: time.Now().Add(time.Hour),
+					})
 					return err
 				}},
 				{"AllowanceAdd", func(ctx context.Context) error { return db.AllowanceAdd(ctx, link.ID, 1, "held") }},

@@ -51,8 +51,8 @@ func TestFrozenServerFailsEveryCallWithinTheTimeout(t *testing.T) {
 
 	calls := map[string]func(context.Context) error{
 		"LinkGetByTokenHash": func(ctx context.Context) error { _, err := db.LinkGetByTokenHash(ctx, link.TokenHash); return err },
-		"Claim": func(ctx context.Context) error {
-			_, err := db.Claim(ctx, ledger.ClaimRequest{LinkID: link.ID, Kind: ledger.KindStream})
+		"LinkClaim": func(ctx context.Context) error {
+			_, err := db.LinkClaim(ctx, link.TokenHash, ledger.ClaimRequest{Kind: ledger.KindStream}, false)
 			return err
 		},
 		"SessionGetByTokenHash": func(ctx context.Context) error { _, err := db.SessionGetByTokenHash(ctx, x.TokenHash); return err },
@@ -86,7 +86,7 @@ func TestFrozenServerFailsEveryCallWithinTheTimeout(t *testing.T) {
 	// each.
 	start := time.Now()
 	reqCtx := ledger.WithWait(ctx)
-	for _, name := range []string{"LinkGetByTokenHash", "Claim", "SessionGetByTokenHash", "SlotAcquire"} {
+	for _, name := range []string{"LinkGetByTokenHash", "LinkClaim", "SessionGetByTokenHash", "SlotAcquire"} {
 		if err := calls[name](reqCtx); !errors.Is(err, ledger.ErrUnavailable) && !errors.Is(err, ledger.ErrAmbiguous) {
 			t.Errorf("%s of one request on a frozen server = %v, want ErrUnavailable", name, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,6 +36,51 @@ const (
 	erQueryTimeout     = 3024
 )
 
+// TiDB's answers that a transaction may be run again (docs.pingcap.com,
+// "Error Codes and Troubleshooting", v8.4): 8002, a SELECT FOR UPDATE that
+// met a write conflict and was rolled back; 8005, a write conflict
+// ("txnStartTS is stale"); 8022, a commit that failed and was rolled back;
+// 9007, a write conflict in TiKV — all of optimistic transactions. Its
+// pessimistic lock waits answer MySQL's 1205 (since v3.0.6,
+// pingcap/tidb#13103), but some paths answer the generic 1105 with the
+// message instead: tidbLockWait.
+const (
+	tidbForUpdateConflict = 8002
+	tidbWriteConflict     = 8005
+	tidbCommitRolledBack  = 8022
+	tidbKVWriteConflict   = 9007
+	erUnknown             = 1105
+)
+
+// tidbLockWait are the messages of TiDB's 1105 that are a lock wait that
+// ended (seen on v8.5.3: AllowanceAdd and LinkRevoke on rows another
+// transaction held came back "lock wait timeout" after
+// innodb_lock_wait_timeout), or pessimistic retries used up.
+var tidbLockWait = []string{"lock wait timeout", "pessimistic lock retry limit reached"}
+
+// isRetryable reports a transaction the server rolled back (its
+// statement, for a lock-wait timeout) that may be run again: MySQL's and
+// MariaDB's deadlock and lock-wait timeout, and TiDB's answers of the
+// same kind.
+func isRetryable(err error) bool {
+	var me *gomysql.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case erLockDeadlock, erLockWaitTimeout, tidbForUpdateConflict, tidbWriteConflict, tidbCommitRolledBack, tidbKVWriteConflict:
+		return true
+	case erUnknown:
+		msg := strings.ToLower(me.Message)
+		for _, m := range tidbLockWait {
+			if strings.Contains(msg, m) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Dialect returns the dialect of the shared SQL core for MySQL 8.4 (and
 // MariaDB 10.11, which honours the same); Open uses the one of the engine
 // it finds (DialectFor).
@@ -47,7 +93,7 @@ func DialectFor(e Engine) sqlcore.Dialect {
 		Name:          "mysql",
 		Time:          func(t time.Time) any { return t },
 		IsDuplicate:   func(err error) bool { return errNumber(err) == erDupEntry },
-		IsRetryable:   func(err error) bool { n := errNumber(err); return n == erLockDeadlock || n == erLockWaitTimeout },
+		IsRetryable:   isRetryable,
 		IsUnavailable: isUnavailable,
 		Batch:         batch,
 		// UTC_TIMESTAMP, not NOW: the columns hold UTC whatever time_zone

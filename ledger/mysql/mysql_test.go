@@ -30,13 +30,28 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceWithoutGrouping runs the suite again with group claims
+// off (ClaimBatch 1, GATEWAY_CLAIM_BATCH=1): every claim a transaction of
+// its own.
+func TestConformanceWithoutGrouping(t *testing.T) {
+	server := testenv.SharedMariaDB(t)
+	ledgertest.Exercise(t, func(t *testing.T, clock ledger.Clock) ledger.Ledger {
+		db := MustOpen(t, server.NewDatabase(t), clock).(*sqlcore.DB)
+		db.ClaimBatch = 1
+		return db
+	})
+}
+
+func TestClaimsAcrossProcesses(t *testing.T) {
+	ledgertest.ExerciseClaimsAcrossProcesses(t, processesOn(testenv.SharedMariaDB(t), false))
+}
+
 func TestAcrossProcesses(t *testing.T) {
 	ledgertest.ExerciseAcrossProcesses(t, processesOn(testenv.SharedMariaDB(t), true))
 }
 
 // TestClaimsConformanceWithWebhooks runs the claims again with webhooks
-// on, where every claim writes its event in an ordinary transaction
-// instead of the two-round-trip batch.
+// on, where every claim transaction writes its outbox rows too.
 func TestClaimsConformanceWithWebhooks(t *testing.T) {
 	server := testenv.SharedMariaDB(t)
 	ledgertest.ExerciseClaims(t, func(t *testing.T, clock ledger.Clock) ledger.Ledger {
@@ -115,6 +130,10 @@ func TestConfigKeepsOperatorParameters(t *testing.T) {
 	}
 }
 
+// TestDialectClassifiesServerErrors feeds the driver's error values of
+// MySQL, MariaDB and TiDB to the dialect. What IsRetryable reports is run
+// again within the call's deadline and, when it keeps failing, is
+// ErrUnavailable (503), like a lock-wait timeout on MariaDB.
 func TestDialectClassifiesServerErrors(t *testing.T) {
 	d := mysql.Dialect()
 	cases := []struct {
@@ -129,6 +148,18 @@ func TestDialectClassifiesServerErrors(t *testing.T) {
 		{driver.ErrBadConn, false, false, true},
 		{gomysql.ErrInvalidConn, false, false, true},
 		{&gomysql.MySQLError{Number: 1064}, false, false, false}, // syntax
+		// TiDB: a lock wait that ended answered with the generic 1105, as
+		// v8.5.3 did for a top-up and a revocation on held rows.
+		{&gomysql.MySQLError{Number: 1105, Message: "lock wait timeout"}, true, false, false},
+		{&gomysql.MySQLError{Number: 1105, SQLState: [5]byte{'H', 'Y', '0', '0', '0'}, Message: "Lock wait timeout exceeded; try restarting transaction"}, true, false, false},
+		{&gomysql.MySQLError{Number: 1105, Message: "pessimistic lock retry limit reached"}, true, false, false},
+		{&gomysql.MySQLError{Number: 1105, Message: "unknown error"}, false, false, false},
+		{&gomysql.MySQLError{Number: 1205, Message: "Lock wait timeout exceeded; try restarting transaction"}, true, false, false}, // TiDB pessimistic
+		{&gomysql.MySQLError{Number: 8002, Message: "[executor:8002]can not retry select for update statement"}, true, false, false},
+		{&gomysql.MySQLError{Number: 8005, Message: "Write Conflict, txnStartTS is stale"}, true, false, false},
+		{&gomysql.MySQLError{Number: 8022, Message: "Error: KV error safe to retry"}, true, false, false},
+		{&gomysql.MySQLError{Number: 9007, Message: "Write conflict, txnStartTS=1, conflictStartTS=2"}, true, false, false},
+		{fmt.Errorf("sqlcore: %w", &gomysql.MySQLError{Number: 9007}), true, false, false},
 	}
 	for _, c := range cases {
 		if got := d.IsRetryable(c.err); got != c.retryable {

@@ -12,7 +12,9 @@ import (
 // the audit entry when ctx carries an actor, in one transaction. A revoked
 // link stays revoked: topping it up is refused by
 // the UPDATE's own condition, so a revocation that commits first always
-// wins. Errors: ErrNotFound, ErrRevoked, ErrInvalid.
+// wins. This process's refusal cache forgets the link at once (other
+// processes' within their RefusalCache). Errors: ErrNotFound, ErrRevoked,
+// ErrInvalid.
 func (s *DB) AllowanceAdd(ctx context.Context, id string, n int, reason string) error {
 	if n < 1 || n > 1_000_000 {
 		return fmt.Errorf("%w: add must be between 1 and 1000000", ledger.ErrInvalid)
@@ -21,6 +23,7 @@ func (s *DB) AllowanceAdd(ctx context.Context, id string, n int, reason string) 
 	if err != nil {
 		return err
 	}
+	defer s.forgetRefusal(id)
 	stamp := s.now()
 	now := s.t(stamp)
 	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {

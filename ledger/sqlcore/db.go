@@ -51,15 +51,42 @@ type DB struct {
 	// and is returned. Tests set it to fail a change after its statements
 	// and show that nothing of it remains (its audit entry included).
 	BeforeCommit func(ctx context.Context, tx *sql.Tx) error
+	// ClaimBatch caps how many claims one transaction decides
+	// (GATEWAY_CLAIM_BATCH, default DefaultClaimBatch, at most
+	// MaxClaimBatch): claims that arrive while this process's claim
+	// transaction is in flight go together in the next one (group.go).
+	// 1 turns grouping off: every claim is a transaction of its own, as
+	// many at once as callers make.
+	ClaimBatch int
+	// RefusalCache is how long a refusal of an exhausted link may be
+	// answered again without asking the database (GATEWAY_REFUSAL_CACHE,
+	// default DefaultRefusalCache); 0 turns the refusal cache off
+	// (refusals.go).
+	RefusalCache time.Duration
+	// OnClaimBatch, when set, is called after each claim transaction,
+	// for the metrics of batch sizes, batches per second and queue
+	// waits. It must not block.
+	OnClaimBatch func(ClaimBatchStats)
+	// ClaimHook, when set (tests only), is called at points of a claim's
+	// way with its request: ClaimQueued when it waits for the transaction
+	// in flight, ClaimJudged as its transaction judges it, the rows
+	// locked. An error or a panic at ClaimJudged fails that transaction;
+	// the claims of a failed batch are then decided alone, so it ends as
+	// that claim's own error.
+	ClaimHook func(at ClaimPoint, req ledger.ClaimRequest) error
 
-	stmts sync.Map // statement template -> the dialect's text
+	stmts    sync.Map // statement template -> the dialect's text
+	group    group    // claims waiting for the transaction in flight
+	ids      idCache  // link ids of token hashes
+	refusals refusals // links seen unclaimable
 }
 
 var _ ledger.Ledger = (*DB)(nil)
 
 // New returns a ledger over db speaking dialect d.
 func New(db *sql.DB, d Dialect) *DB {
-	return &DB{db: db, d: d, Now: time.Now, Timeout: DefaultTimeout}
+	return &DB{db: db, d: d, Now: time.Now, Timeout: DefaultTimeout,
+		ClaimBatch: DefaultClaimBatch, RefusalCache: DefaultRefusalCache}
 }
 
 // bound gives one call to the database its own deadline, so that a hung

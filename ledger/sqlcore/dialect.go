@@ -9,6 +9,8 @@ package sqlcore
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -26,14 +28,21 @@ type Dialect struct {
 	IsRetryable func(error) bool
 	// IsUnavailable reports a connection-level failure.
 	IsUnavailable func(error) bool
-	// Batch, when set, runs query — START TRANSACTION, then statements
-	// whose last is a SELECT of at most one row — in one round trip, hands
-	// that SELECT's rows to scan, and then sends COMMIT when scan reports
-	// true, else ROLLBACK: two round trips in all. COMMIT is never part of
-	// the batch, so a batch the server runs after the client gave up ends
-	// in a rollback. Only a failed COMMIT wraps ErrInFlight. Nil (SQLite,
-	// where a statement is no round trip) uses ordinary transactions.
-	Batch func(ctx context.Context, db *sql.DB, query string, args []any, scan func(*sql.Rows) (commit bool, err error)) error
+	// Batch, when set, runs a claim's transaction (claimtx.go) on one
+	// connection in at most three round trips: START TRANSACTION (at
+	// isolation level iso: sql.LevelDefault or LevelReadCommitted) and
+	// the reads, as one multi-statement query whose result sets read
+	// gets in order; then the writes plan returns, as one more
+	// multi-statement query, each statement of which must affect as many
+	// rows as it says; then COMMIT, or ROLLBACK when plan asks for none,
+	// a count differs or a statement fails. COMMIT is never part of a
+	// query with other statements, so a query the server runs after the
+	// client gave up (a frozen server reading what was in its socket on
+	// waking) ends in a rollback, and COMMIT is sent only after the client
+	// saw what the transaction did. Only a failed COMMIT wraps
+	// ErrInFlight. Nil (SQLite, where a statement is no round trip) runs
+	// the same reads and writes in an ordinary transaction.
+	Batch func(ctx context.Context, db *sql.DB, iso sql.IsolationLevel, reads []Stmt, read func(i int, rows *sql.Rows) error, plan func() (Writes, error)) error
 
 	// NowSQL is the database's current time in the timestamp columns'
 	// representation, in UTC, as an expression with one placeholder: a
@@ -106,4 +115,54 @@ func (d *Dialect) skipLocked() string {
 		return " FOR UPDATE SKIP LOCKED"
 	}
 	return ""
+}
+
+// ErrInFlight marks a failure of a claim transaction's COMMIT
+// (Dialect.Batch): its outcome is unknown (ledger.ErrAmbiguous).
+var ErrInFlight = errors.New("sqlcore: the claim's outcome is unknown")
+
+// Stmt is one statement of a transaction with its arguments. Rows is how
+// many rows a write must affect (matched rows on MySQL, clientFoundRows),
+// or AnyRows.
+type Stmt struct {
+	SQL  string
+	Args []any
+	Rows int64
+}
+
+// AnyRows is the Rows of a write whose count is not checked.
+const AnyRows = -1
+
+// Writes are what a transaction's reads decided: the statements to run
+// and whether to commit them. No statements and no commit is a rollback
+// straight after the reads.
+type Writes struct {
+	Stmts  []Stmt
+	Commit bool
+}
+
+// RowsError says a write affected another number of rows than its
+// transaction decided: the decision and the rows disagree, so nothing is
+// committed.
+type RowsError struct {
+	Stmt      int // index in Writes.Stmts
+	Want, Got int64
+}
+
+func (e *RowsError) Error() string {
+	return fmt.Sprintf("sqlcore: write %d affected %d rows, want %d", e.Stmt, e.Got, e.Want)
+}
+
+// Check returns a *RowsError when counts, what each of ws affected, do
+// not match what ws asked.
+func (w Writes) Check(counts []int64) error {
+	if len(counts) != len(w.Stmts) {
+		return fmt.Errorf("sqlcore: %d results for %d writes", len(counts), len(w.Stmts))
+	}
+	for i, st := range w.Stmts {
+		if st.Rows != AnyRows && counts[i] != st.Rows {
+			return &RowsError{Stmt: i, Want: st.Rows, Got: counts[i]}
+		}
+	}
+	return nil
 }

@@ -181,12 +181,14 @@ WHERE link_id = ? AND revoked_at IS NULL AND ended_at IS NULL AND expires_at > {
 // (the grant of each session that was live and is not complete gets
 // grant.interrupted, reason revoked), with the link.revoked event and,
 // with an actor, audit entry. Revoking twice keeps the first time and
-// announces and audits nothing. Errors: ErrNotFound.
+// announces and audits nothing. This process's refusal cache forgets the
+// link, so that its next claim reads the revocation. Errors: ErrNotFound.
 func (s *DB) LinkRevoke(ctx context.Context, id string) error {
 	a, err := actorOf(ctx)
 	if err != nil {
 		return err
 	}
+	defer s.forgetRefusal(id)
 	stamp := s.now()
 	now := s.t(stamp)
 	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {

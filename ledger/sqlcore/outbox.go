@@ -111,45 +111,6 @@ func (s *DB) enqueueRevoked(ctx context.Context, tx *sql.Tx, id string, a *ledge
 	return s.enqueue(ctx, tx, linkEvent(ledger.EventLinkRevoked, l, at, a))
 }
 
-// enqueueClaim announces the claim g inside its transaction:
-// grant.created, then session.created when the claim minted a session
-// (mint != nil), then link.exhausted when it took the last download.
-func (s *DB) enqueueClaim(ctx context.Context, tx *sql.Tx, g *ledger.Grant, mint *ledger.MintRequest) error {
-	if !s.Webhooks {
-		return nil
-	}
-	var (
-		allowance, remaining int
-		expires              timeCol
-		account, sum         nullStr
-	)
-	err := tx.QueryRowContext(ctx, `SELECT allowance, remaining, expires_at, account_id, sha256 FROM links WHERE id = ?`,
-		g.LinkID).Scan(&allowance, &remaining, &expires, &account, &sum)
-	if err != nil {
-		return err
-	}
-	evs := []ledger.Event{{Type: ledger.EventGrantCreated, Timestamp: g.CreatedAt, Data: ledger.EventData{
-		LinkID: g.LinkID, GrantID: g.ID, SessionID: g.SessionID, AccountID: g.AccountID, Client: g.Client,
-		Kind: g.Kind, Downloads: ptr(allowance), Remaining: ptr(remaining), ExpiresAt: &expires.T,
-		SHA256: string(sum),
-	}}}
-	if mint != nil {
-		// The session is bound to the link's account, not the caller's
-		// (SPEC §5), as the session row is.
-		sessionExpires := ledger.Micro(mint.ExpiresAt)
-		evs = append(evs, ledger.Event{Type: ledger.EventSessionCreated, Timestamp: g.CreatedAt, Data: ledger.EventData{
-			LinkID: g.LinkID, GrantID: g.ID, SessionID: mint.SessionID, AccountID: string(account), Client: g.Client,
-			ExpiresAt: &sessionExpires, ByteBudget: mint.ByteBudget, MaxConcurrency: mint.MaxConcurrency,
-		}})
-	}
-	if remaining <= 0 {
-		evs = append(evs, ledger.Event{Type: ledger.EventLinkExhausted, Timestamp: g.CreatedAt, Data: ledger.EventData{
-			LinkID: g.LinkID, AccountID: string(account), Downloads: ptr(allowance), Remaining: ptr(0), ExpiresAt: &expires.T,
-		}})
-	}
-	return s.enqueueAll(ctx, tx, evs...)
-}
-
 // enqueueRefund announces the refund of grantID inside its transaction,
 // after the link's allowance was given back.
 func (s *DB) enqueueRefund(ctx context.Context, tx *sql.Tx, grantID string) error {

@@ -42,11 +42,15 @@ func scanSession(r rowScanner) (*ledger.Session, error) {
 }
 
 // SessionMint claims one allowance and creates the session, its grant and
-// its slot rows in one transaction. With an idempotency key, the key's row
-// is inserted first: a concurrent duplicate blocks on it inside the
-// database until the first transaction ends, then either sees the
-// committed session (and returns it, created=false) or, when the first
-// rolled back, does the work itself. Errors as Claim; ErrInvalid.
+// its slot rows in one claim transaction (claimtx.go), which may decide
+// other claims of this process with it. With an idempotency key, the key
+// decides first: a key another mint committed returns that session
+// (created=false), claiming nothing; a concurrent duplicate waits inside
+// the database for the first mint's outcome (the link's row lock, then
+// the key's) and then either sees the committed session or, when the
+// first rolled back, does the work itself. Errors: ErrRefused (with the
+// reason; ReasonUnknown for no such link), ErrInvalid, ErrAmbiguous (with
+// the session the claim may have minted, for its grant), ErrUnavailable.
 func (s *DB) SessionMint(ctx context.Context, req ledger.MintRequest) (*ledger.Session, bool, error) {
 	if req.SessionID == "" || len(req.TokenHash) != 32 || req.ByteBudget < 1 || req.MaxConcurrency < 1 || req.MaxConcurrency > 64 || req.ExpiresAt.IsZero() {
 		return nil, false, fmt.Errorf("%w: session id, token hash, budget ≥ 1, 1..64 slots and expiry are required", ledger.ErrInvalid)
@@ -80,6 +84,8 @@ func (s *DB) SessionMint(ctx context.Context, req ledger.MintRequest) (*ledger.S
 		default:
 			return nil, false, err
 		}
+		// The client's other keys find the same session; each row names
+		// the session, so none can collide with another.
 		for _, k := range req.AffinityKeys {
 			if k != key {
 				aliases = append(aliases, affinityKey(k, "= "+req.SessionID))
@@ -87,68 +93,17 @@ func (s *DB) SessionMint(ctx context.Context, req ledger.MintRequest) (*ledger.S
 		}
 	}
 	for attempt := 0; attempt < 3; attempt++ {
-		now := s.now()
-		g := newGrant(req.Claim, now, req.SessionID)
-		err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			if req.IdempotencyKey != "" {
-				// created_at orders affinity keys (latestAffinity):
-				// the database's clock, so processes agree on the newest.
-				_, err := tx.ExecContext(ctx, s.q(`INSERT INTO session_idempotency (link_id, scope, idem_key, session_id, created_at)
-VALUES (?, ?, ?, ?, {now})`), req.Claim.LinkID, req.Claim.AccountID, req.IdempotencyKey, req.SessionID, s.dbNow())
-				if err != nil {
-					if s.d.IsDuplicate(err) {
-						return errDuplicate
-					}
-					return err
-				}
-			}
-			// The client's other keys find the same session; each row
-			// names the session, so none can collide with another.
-			for _, k := range aliases {
-				if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO session_idempotency (link_id, scope, idem_key, session_id, created_at)
-VALUES (?, ?, ?, ?, {now})`), req.Claim.LinkID, req.Claim.AccountID, k, req.SessionID, s.dbNow()); err != nil {
-					return err
-				}
-			}
-			if err := s.claim(ctx, tx, g); err != nil {
-				return err
-			}
-			// Pin the link's object version on the session straight from
-			// the locked link row. The session is bound to the link's
-			// account, not the caller's: a session of an unbound link is
-			// anonymous whoever minted it (SPEC §5).
-			_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, token_hash, link_id, grant_id, account_id,
-  bucket, object_key, version_id, size, etag, content_type, last_modified, filename,
-  byte_budget, bytes_drawn, max_concurrency, expires_at, created_at, sha256)
-SELECT ?, ?, id, ?, account_id, bucket, object_key, version_id, size, etag, content_type, last_modified,
-  filename, ?, 0, ?, ?, ?, sha256 FROM links WHERE id = ?`,
-				req.SessionID, req.TokenHash, g.ID, req.ByteBudget,
-				req.MaxConcurrency, s.t(req.ExpiresAt), s.t(now), req.Claim.LinkID)
-			if err != nil {
-				return err
-			}
-			var b strings.Builder
-			b.WriteString(`INSERT INTO session_slots (session_id, slot, holder, lease_until) VALUES `)
-			args := make([]any, 0, 3*req.MaxConcurrency)
-			for i := 0; i < req.MaxConcurrency; i++ {
-				if i > 0 {
-					b.WriteString(", ")
-				}
-				b.WriteString("(?, ?, NULL, ?)")
-				args = append(args, req.SessionID, i, s.t(time.Unix(0, 0)))
-			}
-			if _, err = tx.ExecContext(ctx, b.String(), args...); err != nil {
-				return err
-			}
-			return s.enqueueClaim(ctx, tx, g, &req)
-		})
+		c := &claim{linkID: req.Claim.LinkID, req: req.Claim, mint: &mintRows{req: req, aliases: aliases},
+			grant: newGrant(req.Claim, s.now(), req.SessionID)}
+		s.submit(ctx, c)
 		switch {
-		case err == nil:
-			x, err := s.SessionGet(ctx, req.SessionID)
-			return x, true, err
-		case errors.Is(err, errNoRow):
-			return nil, false, s.refusal(ctx, req.Claim)
-		case errors.Is(err, errDuplicate):
+		case errors.Is(c.err, ledger.ErrAmbiguous):
+			return c.session, false, c.err
+		case c.err != nil:
+			return nil, false, c.err
+		case c.granted:
+			return c.session, true, nil
+		case c.dup:
 			x, err := s.sessionByKey(ctx, req)
 			if errors.Is(err, ledger.ErrNotFound) {
 				// The key's owner rolled back between our duplicate error
@@ -157,7 +112,7 @@ SELECT ?, ?, id, ?, account_id, bucket, object_key, version_id, size, etag, cont
 			}
 			return x, false, err
 		default:
-			return nil, false, err
+			return nil, false, ledger.Refused(c.refusal)
 		}
 	}
 	return nil, false, fmt.Errorf("%w: idempotency key kept changing hands", ledger.ErrUnavailable)

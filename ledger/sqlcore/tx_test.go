@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,16 +16,21 @@ import (
 
 // scriptedDB is a database/sql driver whose statements and commits fail as
 // a test scripts them, to exercise the retry and commit rules that a real
-// server only shows under rare faults.
+// server only shows under rare faults. A read of links finds one live
+// stream link with 5 downloads; a read of grants finds the grants it asks
+// for when landed is set, none otherwise (or fails with grantsErr).
 type scriptedDB struct {
-	mu        sync.Mutex
-	execErrs  []error // returned by the next Execs, in order; then success
-	commitErr error
-	begins    int
-	commits   int
-	// hangExec makes every Exec wait for its context, as on a database
-	// that stopped answering; hangCommit makes COMMIT wait until closed
-	// (drivers cannot cancel a COMMIT).
+	mu         sync.Mutex
+	execErrs   []error // returned by the next Execs, in order; then success
+	commitErrs []error // returned by the next COMMITs, in order; then success
+	landed     bool
+	grantsErr  error
+	begins     int
+	commits    int
+	execs      []string
+	// hangExec makes every statement wait for its context, as on a
+	// database that stopped answering; hangCommit makes COMMIT wait until
+	// closed (drivers cannot cancel a COMMIT).
 	hangExec   bool
 	hangCommit chan struct{}
 }
@@ -50,19 +57,63 @@ func (c *scriptedConn) BeginTx(context.Context, driver.TxOptions) (driver.Tx, er
 	return scriptedTx{c.d}, nil
 }
 
-func (c *scriptedConn) ExecContext(ctx context.Context, _ string, _ []driver.NamedValue) (driver.Result, error) {
+func (c *scriptedConn) ExecContext(ctx context.Context, q string, _ []driver.NamedValue) (driver.Result, error) {
 	if c.d.hangExec {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
 	c.d.mu.Lock()
 	defer c.d.mu.Unlock()
+	c.d.execs = append(c.d.execs, q)
 	if len(c.d.execErrs) > 0 {
 		err := c.d.execErrs[0]
 		c.d.execErrs = c.d.execErrs[1:]
 		return nil, err
 	}
 	return driver.RowsAffected(1), nil
+}
+
+func (c *scriptedConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
+	if c.d.hangExec {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
+	if strings.Contains(q, "FROM grants") {
+		if c.d.grantsErr != nil {
+			return nil, c.d.grantsErr
+		}
+		r := &scriptedRows{cols: []string{"id"}}
+		for _, a := range args {
+			if c.d.landed {
+				r.rows = append(r.rows, []driver.Value{a.Value})
+			}
+		}
+		return r, nil
+	}
+	now := time.Now().UTC()
+	// linkColumns, event_seq and the database's clock.
+	return &scriptedRows{cols: make([]string, 26), rows: [][]driver.Value{{
+		"l", make([]byte, 32), "b", "k", "v", int64(10), `"e"`, "t", nil, "f", nil, int64(5), int64(5),
+		now.Add(time.Hour), nil, now, "stream", false, int64(0), int64(0), int64(0), nil, nil, int64(0), int64(0), now,
+	}}}, nil
+}
+
+type scriptedRows struct {
+	cols []string
+	rows [][]driver.Value
+}
+
+func (r *scriptedRows) Columns() []string { return r.cols }
+func (r *scriptedRows) Close() error      { return nil }
+func (r *scriptedRows) Next(dest []driver.Value) error {
+	if len(r.rows) == 0 {
+		return io.EOF
+	}
+	copy(dest, r.rows[0])
+	r.rows = r.rows[1:]
+	return nil
 }
 
 type scriptedTx struct{ d *scriptedDB }
@@ -74,7 +125,12 @@ func (t scriptedTx) Commit() error {
 	t.d.mu.Lock()
 	defer t.d.mu.Unlock()
 	t.d.commits++
-	return t.d.commitErr
+	if len(t.d.commitErrs) > 0 {
+		err := t.d.commitErrs[0]
+		t.d.commitErrs = t.d.commitErrs[1:]
+		return err
+	}
+	return nil
 }
 func (t scriptedTx) Rollback() error { return nil }
 
@@ -93,11 +149,17 @@ func mustScripted(tb testing.TB, d *scriptedDB) *DB {
 	})
 }
 
-var claimReq = ledger.ClaimRequest{LinkID: "l", Kind: ledger.KindStream}
+var claimReq = ledger.ClaimRequest{Kind: ledger.KindStream}
+
+// claimOf is LinkClaim of the scripted link, as a grant.
+func claimOf(ctx context.Context, db *DB) (*ledger.Grant, error) {
+	o, err := db.LinkClaim(ctx, make([]byte, 32), claimReq, false)
+	return o.Grant, err
+}
 
 func TestClaimRetriesADeadlockedTransaction(t *testing.T) {
 	d := &scriptedDB{execErrs: []error{errDeadlock, errDeadlock}}
-	g, err := mustScripted(t, d).Claim(context.Background(), claimReq)
+	g, err := claimOf(context.Background(), mustScripted(t, d))
 	if err != nil || g == nil {
 		t.Fatalf("Claim after two deadlocks = %v, %v; want a grant", g, err)
 	}
@@ -112,7 +174,7 @@ func TestClaimGivesUpAfterBoundedRetries(t *testing.T) {
 		errs[i] = errDeadlock
 	}
 	d := &scriptedDB{execErrs: errs}
-	_, err := mustScripted(t, d).Claim(context.Background(), claimReq)
+	_, err := claimOf(context.Background(), mustScripted(t, d))
 	if !errors.Is(err, ledger.ErrUnavailable) {
 		t.Fatalf("Claim under endless deadlocks = %v, want ErrUnavailable", err)
 	}
@@ -121,24 +183,48 @@ func TestClaimGivesUpAfterBoundedRetries(t *testing.T) {
 	}
 }
 
-func TestFailedCommitIsAmbiguousAndNeverRetried(t *testing.T) {
-	d := &scriptedDB{commitErr: errDeadlock} // even a "retryable" error: COMMIT's fate is unknown
-	g, err := mustScripted(t, d).Claim(context.Background(), claimReq)
-	if !errors.Is(err, ledger.ErrAmbiguous) {
-		t.Fatalf("Claim with a failing COMMIT = %v, want ErrAmbiguous", err)
-	}
-	if g == nil || g.ID == "" {
-		t.Fatal("an ambiguous claim must name its grant for the log")
-	}
-	if d.begins != 1 || d.commits != 1 {
-		t.Fatalf("begins=%d commits=%d, want exactly one attempt", d.begins, d.commits)
+// TestAFailedCommitIsSettledByAReadThatWaitsForIt: a COMMIT that fails is
+// never run again; a read of the grant after it (which, on a real engine,
+// waits for the failed transaction's locks) settles it: the grant is there
+// (granted), it is not (nothing spent: ErrUnavailable), or the read fails
+// too (ErrAmbiguous, with the grant for the log).
+func TestAFailedCommitIsSettledByAReadThatWaitsForIt(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		landed  bool
+		readErr error
+		want    error
+	}{
+		{"Committed", true, nil, nil},
+		{"RolledBack", false, nil, ledger.ErrUnavailable},
+		{"Unknown", false, errors.New("scripted: the read-back failed too"), ledger.ErrAmbiguous},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// Even a "retryable" error: COMMIT's fate is unknown.
+			d := &scriptedDB{commitErrs: []error{errDeadlock}, landed: c.landed, grantsErr: c.readErr}
+			g, err := claimOf(context.Background(), mustScripted(t, d))
+			switch {
+			case c.want == nil && (err != nil || g == nil):
+				t.Fatalf("LinkClaim whose COMMIT failed and landed = %v, %v; want the grant", g, err)
+			case c.want != nil && !errors.Is(err, c.want):
+				t.Fatalf("LinkClaim whose COMMIT failed = %v, %v; want %v", g, err, c.want)
+			case errors.Is(c.want, ledger.ErrAmbiguous) && (g == nil || g.ID == ""):
+				t.Fatal("an ambiguous claim must name its grant for the log")
+			case errors.Is(c.want, ledger.ErrUnavailable) && g != nil:
+				t.Fatalf("a claim that did not take effect returned the grant %+v", g)
+			}
+			// One claim transaction (never run again) and one read-back.
+			if d.begins != 2 || d.commits != 2 && c.readErr == nil {
+				t.Fatalf("begins=%d commits=%d, want the claim once and one read-back", d.begins, d.commits)
+			}
+		})
 	}
 }
 
 func TestNonRetryableErrorIsNotRetried(t *testing.T) {
 	boom := errors.New("syntax error")
 	d := &scriptedDB{execErrs: []error{boom}}
-	_, err := mustScripted(t, d).Claim(context.Background(), claimReq)
+	_, err := claimOf(context.Background(), mustScripted(t, d))
 	if !errors.Is(err, boom) || errors.Is(err, ledger.ErrUnavailable) {
 		t.Fatalf("Claim = %v, want the statement's own error", err)
 	}
@@ -152,7 +238,7 @@ func TestHungStatementIsUnavailableWithinTheTimeout(t *testing.T) {
 	db := mustScripted(t, d)
 	db.Timeout = 50 * time.Millisecond
 	for name, call := range map[string]func() error{
-		"Claim": func() error { _, err := db.Claim(context.Background(), claimReq); return err },
+		"LinkClaim": func() error { _, err := claimOf(context.Background(), db); return err },
 		// A slot call on the request path, detached from the client as
 		// the gateway's release is: the ledger's own deadline still ends it.
 		"SlotAcquire": func() error { return db.SlotAcquire(context.Background(), "s", "h", time.Minute) },
@@ -175,7 +261,7 @@ func TestHungCommitIsAmbiguousWithinTheTimeout(t *testing.T) {
 	db := mustScripted(t, d)
 	db.Timeout = 50 * time.Millisecond
 	start := time.Now()
-	g, err := db.Claim(context.Background(), claimReq)
+	g, err := claimOf(context.Background(), db)
 	if !errors.Is(err, ledger.ErrAmbiguous) || g == nil {
 		t.Fatalf("Claim with a COMMIT that never answers = %v, %v; want ErrAmbiguous with the grant", g, err)
 	}

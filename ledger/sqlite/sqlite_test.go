@@ -7,12 +7,34 @@ import (
 
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/ledger/ledgertest"
+	"github.com/dlgate/dlgate/ledger/sqlcore"
 	"github.com/dlgate/dlgate/ledger/sqlite"
 )
 
 func TestConformance(t *testing.T) {
 	ledgertest.Exercise(t, func(t *testing.T, clock ledger.Clock) ledger.Ledger {
 		return MustOpen(t, clock)
+	})
+}
+
+// TestConformanceWithoutGrouping runs the suite again with group claims
+// off (ClaimBatch 1, GATEWAY_CLAIM_BATCH=1): every claim a transaction of
+// its own.
+func TestConformanceWithoutGrouping(t *testing.T) {
+	ledgertest.Exercise(t, func(t *testing.T, clock ledger.Clock) ledger.Ledger {
+		db := MustOpen(t, clock).(*sqlcore.DB)
+		db.ClaimBatch = 1
+		return db
+	})
+}
+
+// TestClaimsConformanceWithWebhooks runs the claims again with webhooks
+// on, where every claim transaction writes its outbox rows too.
+func TestClaimsConformanceWithWebhooks(t *testing.T) {
+	ledgertest.ExerciseClaims(t, func(t *testing.T, clock ledger.Clock) ledger.Ledger {
+		db := MustOpen(t, clock).(*sqlcore.DB)
+		db.Webhooks = true
+		return db
 	})
 }
 
@@ -31,6 +53,10 @@ func MustOpen(tb testing.TB, clock ledger.Clock) ledger.Ledger {
 	// The suite moves time for the database's decisions and the records alike.
 	db.Now, db.DBClock = clock, clock
 	return db
+}
+
+func TestClaimsAcrossProcesses(t *testing.T) {
+	ledgertest.ExerciseClaimsAcrossProcesses(t, processes)
 }
 
 func TestClockSkew(t *testing.T) {

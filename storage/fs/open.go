@@ -50,7 +50,7 @@ func (s *Store) Open(ctx context.Context, v storage.Version, offset, length int6
 		f.Close()
 		return nil, translate("open seek", err)
 	}
-	return &reader{f: f, n: length}, nil
+	return &reader{f: f, ExactReader: storage.ExactReader{R: f, N: length}}, nil
 }
 
 // checkData refuses a data file that is not a regular file of the recorded
@@ -78,35 +78,20 @@ var (
 // reader reads n bytes of f from its current offset.
 type reader struct {
 	f *os.File
-	n int64
+	storage.ExactReader
 }
 
 // File returns the underlying file, positioned where the next Read would
 // start (the offset given to Open, until Read is called).
 func (r *reader) File() *os.File { return r.f }
 
-func (r *reader) Read(p []byte) (int, error) {
-	if r.n <= 0 {
-		return 0, io.EOF
-	}
-	if int64(len(p)) > r.n {
-		p = p[:r.n]
-	}
-	n, err := r.f.Read(p)
-	r.n -= int64(n)
-	if err == io.EOF && r.n > 0 {
-		err = io.ErrUnexpectedEOF
-	}
-	return n, err
-}
-
 // WriteTo hands w an io.LimitedReader over the *os.File, the shape that
 // (*net.TCPConn).ReadFrom and the HTTP response writer turn into sendfile.
 func (r *reader) WriteTo(w io.Writer) (int64, error) {
-	lr := &io.LimitedReader{R: r.f, N: r.n}
+	lr := &io.LimitedReader{R: r.f, N: r.N}
 	n, err := io.Copy(w, lr)
-	r.n = lr.N
-	if err == nil && r.n > 0 {
+	r.N = lr.N
+	if err == nil && r.N > 0 {
 		err = io.ErrUnexpectedEOF
 	}
 	return n, err

@@ -65,9 +65,10 @@ func (s *Store) Open(ctx context.Context, v storage.Version, offset, length int6
 		return nil, err
 	}
 	if cb, ok := out.Body.(*connBody); ok {
-		return &splicingBody{body: body{rc: cb, left: length}, cb: cb}, nil
+		return &splicingBody{body: newBody(cb, length), cb: cb}, nil
 	}
-	return &body{rc: out.Body, left: length}, nil
+	b := newBody(out.Body, length)
+	return &b, nil
 }
 
 // withoutResponseChecksums turns off response checksum validation for
@@ -126,28 +127,23 @@ func parseContentRange(s string) (start, end, size int64, ok bool) {
 // body is a GetObject response body whose failures are storage errors, and
 // which refuses to end early.
 type body struct {
-	rc   io.ReadCloser
-	left int64
+	rc io.ReadCloser
+	storage.ExactReader
+}
+
+func newBody(rc io.ReadCloser, length int64) body {
+	return body{rc: rc, ExactReader: storage.ExactReader{R: rc, N: length}}
 }
 
 func (b *body) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		return 0, io.EOF
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
+	n, err := b.ExactReader.Read(p)
 	switch {
-	case err == io.EOF && b.left > 0:
-		return n, fmt.Errorf("s3 GetObject body: %w: %w", storage.ErrUnavailable, io.ErrUnexpectedEOF)
+	case err == io.ErrUnexpectedEOF:
+		return n, fmt.Errorf("s3 GetObject body: %w: %w", storage.ErrUnavailable, err)
 	case err != nil && err != io.EOF:
 		return n, translate("GetObject body", err)
-	case b.left == 0:
-		return n, io.EOF
 	}
-	return n, nil
+	return n, err
 }
 
 func (b *body) Close() error { return b.rc.Close() }
@@ -163,11 +159,9 @@ type splicingBody struct {
 // WriteNTo writes the next n bytes of the body to w (see connBody.WriteNTo):
 // fewer only with an error, and never past the range that was opened.
 func (b *splicingBody) WriteNTo(w io.Writer, n int64) (int64, error) {
-	if n > b.left {
-		n = b.left
-	}
+	n = min(n, b.N)
 	k, err := b.cb.WriteNTo(w, n)
-	b.left -= k
+	b.N -= k
 	return k, err
 }
 
