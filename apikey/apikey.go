@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"math/bits"
 	"strings"
+
+	"github.com/dlgate/dlgate/token"
 )
 
 // Scope is one permission of the admin API. Each admin route needs exactly
@@ -192,16 +194,8 @@ func Valid(s string) bool {
 // validBody reports whether s is 43 characters of [A-Za-z0-9_-] that
 // decode, canonically, to 32 bytes.
 func validBody(s string) bool {
-	if len(s) != bodyLen {
+	if !token.Base64URL(s, bodyLen) {
 		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':
-		default:
-			return false
-		}
 	}
 	var raw [rawLen]byte
 	n, err := strict.Decode(raw[:], []byte(s))

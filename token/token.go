@@ -154,7 +154,7 @@ func (ks *Keys) Match(kind Kind, id string, hash []byte) (string, bool) {
 // and a tag that matches its id part. Whatever it answers, no database was
 // asked; a true only means the gateway minted the token at some time.
 func (ks *Keys) Check(kind Kind, tok string) bool {
-	if !shape(tok) {
+	if !Base64URL(tok, Len) {
 		return false
 	}
 	var src [Len]byte
@@ -176,9 +176,11 @@ func (ks *Keys) Check(kind Kind, tok string) bool {
 	return false
 }
 
-// shape reports whether s is exactly Len characters of [A-Za-z0-9_-].
-func shape(s string) bool {
-	if len(s) != Len {
+// Base64URL reports whether s is exactly n characters of unpadded
+// base64url ([A-Za-z0-9_-]): the shape of a token, checked before any
+// decoding or lookup. (apikey checks its keys' bodies with it too.)
+func Base64URL(s string, n int) bool {
+	if len(s) != n {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

@@ -21,7 +21,7 @@ var (
 func TestDeriveHasTokenShapeAndIsStable(t *testing.T) {
 	ks := NewKeys(current)
 	a := ks.Derive(Link, rowID)
-	if !shape(a) {
+	if !Base64URL(a, Len) {
 		t.Fatalf("Derive = %q, not 43 base64url characters", a)
 	}
 	if b := NewKeys(current).Derive(Link, rowID); a != b {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"mime"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -293,21 +292,11 @@ func localFile(arg string) (bool, error) {
 // name, in one PUT /v1/objects: for a gateway without resumable uploads
 // (uploadFile).
 func (c *linksCommand) upload(ctx context.Context, cl *client.Client, path string) (client.Object, error) {
-	f, err := os.Open(path)
+	f, fi, key, ctype, err := openUpload(path)
 	if err != nil {
 		return client.Object{}, err
 	}
 	defer f.Close()
-	// Size from the open file, which is what will be sent.
-	fi, err := f.Stat()
-	if err != nil {
-		return client.Object{}, err
-	}
-	key := filepath.Base(path)
-	ctype := mime.TypeByExtension(filepath.Ext(key))
-	if ctype == "" {
-		ctype = "application/octet-stream"
-	}
 	body, done := c.main.withProgress(f, fi.Size(), "uploading "+key)
 	obj, err := cl.PutObject(ctx, key, body, fi.Size(), ctype)
 	done()

@@ -19,6 +19,24 @@ import (
 // another request holding the upload), asking it for its offset first.
 const uploadRetries = 3
 
+// openUpload opens the local file at path for an upload: its info (the
+// size is the open file's, which is what will be sent), the object key
+// (its base name) and the content type its extension names.
+func openUpload(path string) (f *os.File, fi os.FileInfo, key, ctype string, err error) {
+	if f, err = os.Open(path); err != nil {
+		return nil, nil, "", "", err
+	}
+	if fi, err = f.Stat(); err != nil {
+		f.Close()
+		return nil, nil, "", "", err
+	}
+	key = filepath.Base(path)
+	if ctype = mime.TypeByExtension(filepath.Ext(key)); ctype == "" {
+		ctype = "application/octet-stream"
+	}
+	return f, fi, key, ctype, nil
+}
+
 // uploadFile uploads the local file at path through the gateway's
 // resumable uploads (tus, SPEC §11) under its base name, resuming the
 // upload a run before left unfinished: its URL is kept in a state file of
@@ -29,20 +47,11 @@ const uploadRetries = 3
 // PUT /v1/objects instead.
 func (c *linksCommand) uploadFile(ctx context.Context, cl *client.Client, path string) (client.Object, error) {
 	up := client.NewUploads(cl)
-	f, err := os.Open(path)
+	f, fi, key, ctype, err := openUpload(path)
 	if err != nil {
 		return client.Object{}, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return client.Object{}, err
-	}
-	key := filepath.Base(path)
-	ctype := mime.TypeByExtension(filepath.Ext(key))
-	if ctype == "" {
-		ctype = "application/octet-stream"
-	}
 	st, err := c.uploadState(path, fi, up.BaseURL())
 	if err != nil {
 		return client.Object{}, err

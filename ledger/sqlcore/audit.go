@@ -177,18 +177,7 @@ func (s *DB) AuditList(ctx context.Context, q ledger.AuditQuery) (ledger.AuditPa
 	if err := rows.Err(); err != nil {
 		return ledger.AuditPage{}, s.classify(err)
 	}
-	// The join returns the page in no particular order.
-	slices.SortFunc(page.Entries, func(a, b ledger.AuditEntry) int {
-		if c := b.At.Compare(a.At); c != 0 {
-			return c
-		}
-		return strings.Compare(b.ID, a.ID)
-	})
-	if len(page.Entries) > limit {
-		page.Entries = page.Entries[:limit]
-		last := page.Entries[limit-1]
-		page.Next = encodeCursor(last.At, last.ID)
-	}
+	page.Entries, page.Next = pageOf(page.Entries, limit, false, func(e *ledger.AuditEntry) (time.Time, string) { return e.At, e.ID })
 	return page, nil
 }
 

@@ -2,11 +2,8 @@ package sqlcore
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
@@ -129,44 +126,6 @@ func (s *DB) GrantList(ctx context.Context, q ledger.GrantQuery) (ledger.Page, e
 	if err := rows.Err(); err != nil {
 		return ledger.Page{}, s.classify(err)
 	}
-	if len(page.Grants) > limit {
-		page.Grants = page.Grants[:limit]
-		last := page.Grants[limit-1]
-		page.Next = encodeCursor(last.CreatedAt, last.ID)
-	}
+	page.Grants, page.Next = pageOf(page.Grants, limit, true, func(g *ledger.Grant) (time.Time, string) { return g.CreatedAt, g.ID })
 	return page, nil
-}
-
-func encodeCursor(at time.Time, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(at.UnixMicro(), 10) + "/" + id))
-}
-
-// decodeCursor reads a cursor from encodeCursor. Anything else, forged
-// ones included, is ErrInvalid: a time outside what a timestamp column
-// holds or an id no row can have would otherwise reach the database and
-// come back as a server error.
-func decodeCursor(c string) (time.Time, string, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(c)
-	if err == nil && len(raw) <= 64 {
-		micros, id, ok := strings.Cut(string(raw), "/")
-		n, perr := strconv.ParseInt(micros, 10, 64)
-		at := time.UnixMicro(n).UTC()
-		if ok && perr == nil && !at.Before(minTime) && !at.After(maxTime) && validCursorID(id) {
-			return at, id, nil
-		}
-	}
-	return time.Time{}, "", fmt.Errorf("%w: bad cursor", ledger.ErrInvalid)
-}
-
-// validCursorID accepts what ids are: at most 36 visible ASCII characters.
-func validCursorID(id string) bool {
-	if id == "" || len(id) > 36 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if id[i] <= ' ' || id[i] > '~' {
-			return false
-		}
-	}
-	return true
 }

@@ -196,11 +196,7 @@ func (s *DB) KeyList(ctx context.Context, cursor string, limit int) (ledger.KeyP
 	if err := rows.Err(); err != nil {
 		return ledger.KeyPage{}, s.classify(err)
 	}
-	if len(page.Keys) > limit {
-		page.Keys = page.Keys[:limit]
-		last := page.Keys[limit-1]
-		page.Next = encodeCursor(last.CreatedAt, last.ID)
-	}
+	page.Keys, page.Next = pageOf(page.Keys, limit, true, func(k *ledger.Key) (time.Time, string) { return k.CreatedAt, k.ID })
 	return page, nil
 }
 

@@ -3,7 +3,6 @@ package sqlcore
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -56,18 +55,7 @@ func (s *DB) LinkList(ctx context.Context, q ledger.ListQuery) (ledger.LinkPage,
 		return ledger.LinkPage{}, s.classify(err)
 	}
 	rows.Close()
-	// The join returns the page in no particular order.
-	slices.SortFunc(page.Links, func(a, b ledger.LinkStatus) int {
-		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(b.ID, a.ID)
-	})
-	if len(page.Links) > limit {
-		page.Links = page.Links[:limit]
-		last := page.Links[limit-1]
-		page.Next = encodeCursor(last.CreatedAt, last.ID)
-	}
+	page.Links, page.Next = pageOf(page.Links, limit, false, func(l *ledger.LinkStatus) (time.Time, string) { return l.CreatedAt, l.ID })
 	if err := s.countPage(ctx, page.Links); err != nil {
 		return ledger.LinkPage{}, err
 	}
