@@ -145,29 +145,29 @@ ORDER BY stored_at DESC, version_hash DESC LIMIT ?`, append(args, limit+1)...)
 		return ledger.ObjectPage{}, s.classify(err)
 	}
 	defer rows.Close()
-	var (
-		page   ledger.ObjectPage
-		hashes [][]byte
-	)
+	type row struct {
+		o    ledger.ObjectListing
+		hash string // hex
+	}
+	var got []row
 	for rows.Next() {
 		var h []byte
 		o, err := scanObject(withMore(rows, &h))
 		if err != nil {
 			return ledger.ObjectPage{}, s.classify(err)
 		}
-		page.Objects = append(page.Objects, ledger.ObjectListing{StoredObject: o.StoredObject})
-		hashes = append(hashes, h)
+		got = append(got, row{ledger.ObjectListing{StoredObject: o.StoredObject}, hex.EncodeToString(h)})
 	}
 	if err := rows.Err(); err != nil {
 		return ledger.ObjectPage{}, s.classify(err)
 	}
 	rows.Close()
-	if len(page.Objects) > limit {
-		page.Objects, hashes = page.Objects[:limit], hashes[:limit]
-		page.Next = encodeObjectCursor(page.Objects[limit-1].StoredAt, hashes[limit-1])
-	}
-	if page.Objects == nil {
-		page.Objects = []ledger.ObjectListing{}
+	// Read in the listing's order from the index: cut, not sorted. The
+	// cursor's id is the version's hash, in hex (decodeObjectCursor).
+	got, next := pageOf(got, limit, true, func(r *row) (time.Time, string) { return r.o.StoredAt, r.hash })
+	page := ledger.ObjectPage{Objects: make([]ledger.ObjectListing, 0, len(got)), Next: next}
+	for _, r := range got {
+		page.Objects = append(page.Objects, r.o)
 	}
 	return page, s.objectLinks(ctx, page.Objects)
 }
@@ -232,14 +232,9 @@ ORDER BY l.created_at DESC, l.id DESC`, "{now}", s.d.NowSQL)
 	return s.classify(rows.Err())
 }
 
-// encodeObjectCursor names the last version of a page: its stored_at and
-// the hex of its version hash.
-func encodeObjectCursor(at time.Time, hash []byte) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(at.UnixMicro(), 10) + "/" + hex.EncodeToString(hash)))
-}
-
-// decodeObjectCursor reads a cursor of encodeObjectCursor; anything else
-// is ErrInvalid, before it reaches the database.
+// decodeObjectCursor reads a cursor pageOf wrote for ObjectList (its id
+// the hex of a version hash, longer than decodeCursor's ids); anything
+// else is ErrInvalid, before it reaches the database.
 func decodeObjectCursor(c string) (time.Time, []byte, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(c)
 	if err == nil && len(raw) <= 96 {
