@@ -249,8 +249,7 @@ func (s *Server) newUploads(base string) (*uploads.Handler, error) {
 		// Stored exactly as PUT /v1/objects stores a version: recorded
 		// (with the audit entry of the request's actor) or deleted again.
 		Record: func(ctx context.Context, v storage.Version) error {
-			return opts.Ledger.ObjectRecord(ctx, ledger.Object{Bucket: v.Bucket, Key: v.Key, VersionID: v.VersionID,
-				Size: v.Size, ETag: v.ETag, ContentType: v.ContentType, SHA256: v.SHA256})
+			return opts.Ledger.ObjectRecord(ctx, v)
 		}})
 }
 

@@ -111,7 +111,14 @@ const (
 	InterruptedBudgetSpent = "budget_spent"
 )
 
-// EventObject names an object version in link events and object.deleted.
+// EventObjectOf is o as events name it.
+func EventObjectOf(o Object) *EventObject {
+	return &EventObject{Bucket: o.Bucket, Key: o.Key, VersionID: o.VersionID, Size: o.Size,
+		ETag: o.ETag, ContentType: o.ContentType, SHA256: OrNull(o.SHA256)}
+}
+
+// EventObject names an object version in link events and object.deleted:
+// Object's JSON form there.
 type EventObject struct {
 	Bucket      string `json:"bucket"`
 	Key         string `json:"key"`

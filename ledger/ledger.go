@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/dlgate/dlgate/storage"
 )
 
 // Delivery modes of a link (SPEC §1).
@@ -95,19 +97,10 @@ func ReasonOf(err error) Reason {
 	return ""
 }
 
-// Object is the immutable object version a link pins.
-type Object struct {
-	Bucket       string
-	Key          string
-	VersionID    string
-	Size         int64
-	ETag         string
-	ContentType  string
-	LastModified time.Time // zero when unknown
-	// SHA256 is the lowercase hex SHA-256 of the whole version, "" when
-	// unknown (SPEC §10).
-	SHA256 string
-}
+// Object is the immutable object version a link pins: storage's own
+// Version, one type from the store through the ledger to the events
+// (EventObjectOf) and the delivery pipeline.
+type Object = storage.Version
 
 // SessionSettings are the per-link session parameters (SPEC §4). Zero
 // fields mean "use the gateway's defaults at mint time".

@@ -7,19 +7,9 @@ import (
 
 	"github.com/tus/tusd/v2/pkg/handler"
 
+	"github.com/dlgate/dlgate/gateway/httpx"
 	"github.com/dlgate/dlgate/ledger"
 )
-
-// objectBody is the stored object's JSON, as PUT /v1/objects answers it.
-type objectBody struct {
-	Bucket      string  `json:"bucket"`
-	Key         string  `json:"key"`
-	VersionID   string  `json:"version_id"`
-	Size        int64   `json:"size"`
-	ETag        string  `json:"etag"`
-	ContentType string  `json:"content_type,omitempty"`
-	SHA256      *string `json:"sha256"`
-}
 
 // serveObject answers GET {base}{id}: the object the upload became, once
 // it is finished; 409 while bytes are missing (with Upload-Offset and
@@ -55,8 +45,7 @@ func (h *Handler) serveObject(w *problemWriter, r *http.Request, id string) {
 		return
 	}
 	o := row.Object
-	body, _ := json.Marshal(objectBody{Bucket: o.Bucket, Key: o.Key, VersionID: o.VersionID, Size: o.Size, ETag: o.ETag,
-		ContentType: o.ContentType, SHA256: ledger.OrNull(o.SHA256)})
+	body, _ := json.Marshal(httpx.ObjectOf(*o))
 	hd := w.Header()
 	hd.Set("Content-Type", "application/json")
 	hd.Set("Cache-Control", "no-store")

@@ -200,16 +200,14 @@ func (u *upload) FinishUpload(ctx context.Context) error {
 		h.log.WarnContext(ctx, "uploaded object not recorded", "upload_id", row.ID, "key", v.Key, "err", err)
 		return ledgerError(err)
 	}
-	o := ledger.Object{Bucket: v.Bucket, Key: v.Key, VersionID: v.VersionID, Size: v.Size, ETag: v.ETag,
-		ContentType: v.ContentType, SHA256: v.SHA256}
-	if err := h.cfg.Ledger.UploadFinish(ctx, row.ID, u.st.holder, o, h.cfg.Expiry); err != nil {
+	if err := h.cfg.Ledger.UploadFinish(ctx, row.ID, u.st.holder, v, h.cfg.Expiry); err != nil {
 		// The version is stored and recorded, and retention looks after
 		// it; only this upload does not know it.
 		h.log.ErrorContext(ctx, "finished upload not marked finished", "upload_id", row.ID, "key", v.Key, "version_id", v.VersionID, "err", err)
 		return ledgerError(err)
 	}
 	now := time.Now()
-	row.FinishedAt, row.Object, row.SHA256State, row.StoreState = &now, &o, nil, nil
+	row.FinishedAt, row.Object, row.SHA256State, row.StoreState = &now, &v, nil, nil
 	h.log.InfoContext(ctx, "object stored", "upload_id", row.ID, "key", v.Key, "version_id", v.VersionID, "bytes", v.Size, "sha256", v.SHA256)
 	return nil
 }

@@ -137,8 +137,7 @@ func (c *objectsCommand) backfill(ctx context.Context, d ledger.Digests, st stor
 // digestVersion reads o whole from st through the hash (and the progress
 // bar, when there is one) and returns its hex SHA-256 and the bytes read.
 func digestVersion(ctx context.Context, st storage.Store, o ledger.Object, progress io.Writer) (string, int64, error) {
-	rc, err := st.Open(ctx, storage.Version{Bucket: o.Bucket, Key: o.Key, VersionID: o.VersionID, Size: o.Size,
-		ETag: o.ETag, ContentType: o.ContentType}, 0, o.Size)
+	rc, err := st.Open(ctx, o, 0, o.Size)
 	if err != nil {
 		return "", 0, err
 	}

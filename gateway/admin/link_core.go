@@ -31,9 +31,6 @@ type SessionRequest = sessionRequest
 // LinkBody is a link as the admin API shows it.
 type LinkBody = linkBody
 
-// ObjectBody is an object version as the admin API shows it.
-type ObjectBody = objectBody
-
 // LinkPageBody is the answer of GET /v1/links: each link without its
 // token.
 type LinkPageBody struct {
@@ -78,8 +75,7 @@ func (h *Handler) LinkCreate(ctx context.Context, req LinkRequest, idempotencyKe
 	id := uuid.Must(uuid.NewV7()).String()
 	l := &ledger.Link{
 		ID: id, TokenHash: token.Hash(h.Keys.Derive(token.Link, id)),
-		Object: ledger.Object{Bucket: v.Bucket, Key: v.Key, VersionID: v.VersionID, Size: v.Size, ETag: v.ETag,
-			ContentType: v.ContentType, LastModified: v.LastModified, SHA256: v.SHA256},
+		Object:   v,
 		Filename: httpx.CleanFilename(filename), AccountID: req.AccountID, Allowance: req.Downloads, Remaining: req.Downloads,
 		ExpiresAt: expires, Delivery: req.Delivery, Confirm: req.Confirm, IdempotencyKey: idempotencyKey,
 	}

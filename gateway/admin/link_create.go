@@ -55,21 +55,10 @@ type linkBody struct {
 	Confirm        bool            `json:"confirm"`
 	AccountID      *string         `json:"account_id"`
 	Filename       string          `json:"filename"`
-	Object         objectBody      `json:"object"`
+	Object         httpx.Object    `json:"object"`
 	Session        sessionRequest  `json:"session"`
 	Grants         *map[string]int `json:"grants,omitempty"`
 	ActiveSessions *int            `json:"active_sessions,omitempty"`
-}
-
-type objectBody struct {
-	Bucket      string `json:"bucket"`
-	Key         string `json:"key"`
-	VersionID   string `json:"version_id"`
-	Size        int64  `json:"size"`
-	ETag        string `json:"etag"`
-	ContentType string `json:"content_type,omitempty"`
-	// SHA256 is the version's hex SHA-256 (SPEC §10), null when unknown.
-	SHA256 *string `json:"sha256"`
 }
 
 func (h *Handler) linkBody(l *ledger.Link) linkBody {
@@ -80,8 +69,7 @@ func (h *Handler) linkBody(l *ledger.Link) linkBody {
 		ID: l.ID, URL: h.PublicURL + "/d/" + tok, NamedURL: h.PublicURL + "/d/" + tok + "/" + httpx.URLName(l.Filename, l.Object.Key), Token: tok, Downloads: l.Allowance, Remaining: l.Remaining,
 		ExpiresAt: httpx.RFC3339(l.ExpiresAt), CreatedAt: httpx.RFC3339(l.CreatedAt), Delivery: l.Delivery, Confirm: l.Confirm,
 		Filename: l.Filename,
-		Object: objectBody{Bucket: l.Object.Bucket, Key: l.Object.Key, VersionID: l.Object.VersionID,
-			Size: l.Object.Size, ETag: l.Object.ETag, ContentType: l.Object.ContentType, SHA256: ledger.OrNull(l.Object.SHA256)},
+		Object:   httpx.ObjectOf(l.Object),
 	}
 	if l.AccountID != "" {
 		b.AccountID = &l.AccountID
@@ -147,8 +135,7 @@ func (h *Handler) CreateLink(w http.ResponseWriter, r *http.Request) {
 	id := uuid.Must(uuid.NewV7()).String()
 	l := &ledger.Link{
 		ID: id, TokenHash: token.Hash(h.Keys.Derive(token.Link, id)),
-		Object: ledger.Object{Bucket: v.Bucket, Key: v.Key, VersionID: v.VersionID, Size: v.Size, ETag: v.ETag,
-			ContentType: v.ContentType, LastModified: v.LastModified, SHA256: v.SHA256},
+		Object:   v,
 		Filename: httpx.CleanFilename(filename), AccountID: req.AccountID, Allowance: req.Downloads, Remaining: req.Downloads,
 		ExpiresAt: expires, Delivery: req.Delivery, Confirm: req.Confirm, IdempotencyKey: key,
 	}

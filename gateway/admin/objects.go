@@ -28,8 +28,7 @@ const StoreDeleteTimeout = 30 * time.Second
 // deleted again at once, so that nothing stays in the store that no
 // retention would ever remove. It reports whether the upload may answer.
 func (h *Handler) recordStored(w http.ResponseWriter, r *http.Request, v storage.Version) bool {
-	err := h.Objects.ObjectRecord(r.Context(), ledger.Object{Bucket: v.Bucket, Key: v.Key, VersionID: v.VersionID,
-		Size: v.Size, ETag: v.ETag, ContentType: v.ContentType, SHA256: v.SHA256})
+	err := h.Objects.ObjectRecord(r.Context(), v)
 	if err == nil {
 		return true
 	}
@@ -165,8 +164,7 @@ func (h *Handler) ObjectDelete(ctx context.Context, req ObjectDeleteRequest) err
 // failure to retry.
 func (h *Handler) DeleteVersion(ctx context.Context, deleter storage.Deleter, d ledger.Deletion) error {
 	o := d.Object
-	err := deleter.Delete(ctx, storage.Version{Bucket: o.Bucket, Key: o.Key, VersionID: o.VersionID, Size: o.Size,
-		ETag: o.ETag, ContentType: o.ContentType, SHA256: o.SHA256})
+	err := deleter.Delete(ctx, o)
 	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrChanged) {
 		h.Log.InfoContext(ctx, "object version already gone from the store", "key", o.Key, "version_id", o.VersionID, "err", err)
 		err = nil
@@ -218,6 +216,5 @@ func (h *Handler) PutObject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.Log.InfoContext(r.Context(), "object stored", "key", v.Key, "version_id", v.VersionID, "bytes", v.Size, "sha256", v.SHA256)
-	httpx.WriteJSON(w, http.StatusCreated, objectBody{Bucket: v.Bucket, Key: v.Key, VersionID: v.VersionID, Size: v.Size, ETag: v.ETag,
-		ContentType: v.ContentType, SHA256: ledger.OrNull(v.SHA256)})
+	httpx.WriteJSON(w, http.StatusCreated, httpx.ObjectOf(v))
 }

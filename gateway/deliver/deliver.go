@@ -74,9 +74,7 @@ type Object struct {
 
 // ObjectOf is the Object of a link's or session's pinned version.
 func ObjectOf(o ledger.Object, filename string, ranges bool) Object {
-	return Object{Version: storage.Version{Bucket: o.Bucket, Key: o.Key, VersionID: o.VersionID, Size: o.Size,
-		ETag: o.ETag, ContentType: o.ContentType, LastModified: o.LastModified, SHA256: o.SHA256},
-		Filename: filename, Ranges: ranges}
+	return Object{Version: o, Filename: filename, Ranges: ranges}
 }
 
 // Meter is what a response's body bytes cost: a session's budget and

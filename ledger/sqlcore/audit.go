@@ -75,14 +75,9 @@ type (
 		Add    int    `json:"add"`
 		Reason string `json:"reason"`
 	}
+	// objectDetails are the version as events name it, and Force.
 	objectDetails struct {
-		Bucket      string  `json:"bucket"`
-		Key         string  `json:"key"`
-		VersionID   string  `json:"version_id"`
-		Size        int64   `json:"size"`
-		ETag        string  `json:"etag"`
-		ContentType string  `json:"content_type"`
-		SHA256      *string `json:"sha256"`
+		ledger.EventObject
 		// Force is set on object.deleted: the deletion revoked the links
 		// that pinned the version (each has its link.revoked entry).
 		Force *bool `json:"force,omitempty"`
@@ -96,8 +91,7 @@ type (
 )
 
 func objectAudit(o ledger.Object) objectDetails {
-	return objectDetails{Bucket: o.Bucket, Key: o.Key, VersionID: o.VersionID, Size: o.Size, ETag: o.ETag,
-		ContentType: o.ContentType, SHA256: ledger.OrNull(o.SHA256)}
+	return objectDetails{EventObject: *ledger.EventObjectOf(o)}
 }
 
 const auditColumns = `id, created_at, actor_key_id, actor_key_name, action, target_type, target_id, request_id, details`

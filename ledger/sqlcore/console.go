@@ -156,36 +156,14 @@ func (s *DB) ConsoleSessionDelete(ctx context.Context, secretHash []byte) error 
 func (s *DB) purgeConsoleSessions(ctx context.Context, tx *sql.Tx, limit int) (int, error) {
 	const dead = `expires_at <= {now} OR last_seen_at <= {now+}`
 	deadArgs := []any{s.dbNow(), s.dbNow(), -ledger.ConsoleIdle.Microseconds()}
-	seen := map[string]bool{}
-	var ids []any
-	for _, c := range []struct {
-		q    string
-		args []any
-	}{
-		{`SELECT id FROM console_sessions WHERE expires_at <= {now} ORDER BY expires_at LIMIT ?`, []any{s.dbNow(), limit}},
-		{`SELECT id FROM console_sessions WHERE last_seen_at <= {now+} ORDER BY last_seen_at LIMIT ?`,
-			[]any{s.dbNow(), -ledger.ConsoleIdle.Microseconds(), limit}},
-	} {
-		rows, err := tx.QueryContext(ctx, s.q(c.q)+s.d.skipLocked(), c.args...)
-		if err != nil {
-			return 0, err
-		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return 0, err
-			}
-			if !seen[id] && len(ids) < limit {
-				seen[id] = true
-				ids = append(ids, id)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return 0, err
-		}
+	found, err := readIDs(ctx, tx, limit,
+		idRead{s.q(`SELECT id FROM console_sessions WHERE expires_at <= {now} ORDER BY expires_at LIMIT ?`) + s.d.skipLocked(), []any{s.dbNow(), limit}},
+		idRead{s.q(`SELECT id FROM console_sessions WHERE last_seen_at <= {now+} ORDER BY last_seen_at LIMIT ?`) + s.d.skipLocked(),
+			[]any{s.dbNow(), -ledger.ConsoleIdle.Microseconds(), limit}})
+	if err != nil {
+		return 0, err
 	}
+	ids := anys(found)
 	if len(ids) == 0 {
 		return 0, nil
 	}

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -246,24 +245,11 @@ WHERE version_hash = ?`+s.d.LockRows, versionHash(o)))
 func (s *DB) pinningLinks(ctx context.Context, o ledger.Object) ([]string, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id FROM links l
+	ids, err := readIDs(ctx, s.db, 0, idRead{s.q(`SELECT id FROM links l
 WHERE object_key = ? AND bucket = ? AND version_id = ? AND revoked_at IS NULL
   AND ((expires_at > {now} AND remaining > 0) OR EXISTS (SELECT 1 FROM sessions x
-    WHERE x.link_id = l.id AND x.revoked_at IS NULL AND x.ended_at IS NULL AND x.expires_at > {now}))`),
-		o.Key, o.Bucket, o.VersionID, s.dbNow(), s.dbNow())
-	if err != nil {
-		return nil, s.classify(err)
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, s.classify(err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, s.classify(rows.Err())
+    WHERE x.link_id = l.id AND x.revoked_at IS NULL AND x.ended_at IS NULL AND x.expires_at > {now}))`), []any{o.Key, o.Bucket, o.VersionID, s.dbNow(), s.dbNow()}})
+	return ids, s.classify(err)
 }
 
 // DeletionFinish records the store's answer for d. Only a row still
@@ -284,11 +270,9 @@ func (s *DB) DeletionFinish(ctx context.Context, d ledger.Deletion, failure erro
 			res, err = tx.ExecContext(ctx, s.q(`UPDATE objects SET state = 'deleted', deleted_at = ?, check_at = {now},
   last_error = NULL WHERE version_hash = ? AND state = 'deleting'`), s.t(now), s.dbNow(), h)
 			if n, aerr := affected(res); err == nil && aerr == nil && n > 0 {
-				o := d.Object
 				return s.enqueue(ctx, tx, ledger.Event{Type: ledger.EventObjectDeleted, Timestamp: now, Data: ledger.EventData{
-					Object: &ledger.EventObject{Bucket: o.Bucket, Key: o.Key, VersionID: o.VersionID, Size: o.Size,
-						ETag: o.ETag, ContentType: o.ContentType, SHA256: ledger.OrNull(o.SHA256)},
-					Actor: ledger.EventActorOf(d.DecidedBy)}})
+					Object: ledger.EventObjectOf(d.Object),
+					Actor:  ledger.EventActorOf(d.DecidedBy)}})
 			}
 		} else {
 			retry := ledger.DeletionBackoff(d.Attempts + 1)
@@ -353,17 +337,6 @@ func capTime(t time.Time) time.Time {
 }
 
 // inList is "(?, ?, …)" with n placeholders.
-func inList(n int) string {
-	return "(" + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + ")"
-}
-
-func anys(ids []string) []any {
-	out := make([]any, len(ids))
-	for i, id := range ids {
-		out[i] = id
-	}
-	return out
-}
 
 // by is the key of a as a decision records it (no request id), nil for
 // none.

@@ -86,11 +86,7 @@ func linkEvent(typ string, l *ledger.Link, at time.Time, a *ledger.Actor) ledger
 		Actor:  ledger.EventActorOf(a),
 		LinkID: l.ID, AccountID: l.AccountID, Downloads: ptr(l.Allowance), Remaining: ptr(l.Remaining),
 		Delivery: l.Delivery, Filename: l.Filename, ExpiresAt: &expires,
-		Object: &ledger.EventObject{
-			Bucket: l.Object.Bucket, Key: l.Object.Key, VersionID: l.Object.VersionID,
-			Size: l.Object.Size, ETag: l.Object.ETag, ContentType: l.Object.ContentType,
-			SHA256: ledger.OrNull(l.Object.SHA256),
-		},
+		Object: ledger.EventObjectOf(l.Object),
 	}}
 }
 
@@ -397,9 +393,4 @@ func (s *DB) OutboxAge(ctx context.Context) (time.Duration, error) {
 		return 0, nil
 	}
 	return now.T.Sub(oldest.T), nil
-}
-
-// placeholders is "(?, ?, …)" with n placeholders.
-func placeholders(n int) string {
-	return "(" + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + ")"
 }

@@ -426,7 +426,7 @@ WHERE `+col+` <= ? ORDER BY `+col+` LIMIT ?`+s.d.skipLocked(), s.t(cutoff), limi
 	for i, d := range cands {
 		ids[i] = d.id
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT link_id, expires_at, revoked_at, ended_at FROM sessions WHERE link_id IN `+inList(len(ids)), anys(ids)...)
+	rows, err := tx.QueryContext(ctx, `SELECT link_id, expires_at, revoked_at, ended_at FROM sessions WHERE link_id IN `+placeholders(len(ids)), anys(ids)...)
 	if err != nil {
 		return nil, err
 	}
@@ -485,7 +485,7 @@ WHERE version_hash = ? AND (released_at IS NULL OR released_at < ?)`, died, vers
 			return 0, err
 		}
 	}
-	in, args := inList(len(ids)), anys(ids)
+	in, args := placeholders(len(ids)), anys(ids)
 	for _, q := range []string{
 		`DELETE FROM session_slots WHERE session_id IN (SELECT id FROM sessions WHERE link_id IN ` + in + `)`,
 		`DELETE FROM session_idempotency WHERE link_id IN ` + in,
@@ -528,7 +528,7 @@ WHERE `+tombstone+` ORDER BY check_at LIMIT ?`+s.d.skipLocked(), s.t(cutoff), li
 	if err := rows.Err(); err != nil || len(hashes) == 0 {
 		return 0, err
 	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM objects WHERE version_hash IN `+inList(len(hashes))+` AND `+tombstone,
+	res, err := tx.ExecContext(ctx, `DELETE FROM objects WHERE version_hash IN `+placeholders(len(hashes))+` AND `+tombstone,
 		append(hashes, s.t(cutoff))...)
 	if err != nil {
 		return 0, err
@@ -560,34 +560,19 @@ func (s *DB) purgeKeys(ctx context.Context, tx *sql.Tx, cutoff time.Time, limit 
 // final DELETE, which repeats cond, removed: a row another purger took
 // first is not counted twice.
 func (s *DB) purgeBatch(ctx context.Context, tx *sql.Tx, cutoff time.Time, limit int, table, cond string, cols []string, children ...string) (int, error) {
-	seen := map[string]bool{}
-	var ids []any
-	for _, col := range cols {
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM `+table+` WHERE `+col+` <= ? ORDER BY `+col+` LIMIT ?`+s.d.skipLocked(),
-			s.t(cutoff), limit)
-		if err != nil {
-			return 0, err
-		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return 0, err
-			}
-			if !seen[id] && len(ids) < limit {
-				seen[id] = true
-				ids = append(ids, id)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return 0, err
-		}
+	reads := make([]idRead, len(cols))
+	for i, col := range cols {
+		reads[i] = idRead{`SELECT id FROM ` + table + ` WHERE ` + col + ` <= ? ORDER BY ` + col + ` LIMIT ?` + s.d.skipLocked(), []any{s.t(cutoff), limit}}
 	}
+	found, err := readIDs(ctx, tx, limit, reads...)
+	if err != nil {
+		return 0, err
+	}
+	ids := anys(found)
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	in := inList(len(ids))
+	in := placeholders(len(ids))
 	for _, q := range children {
 		if _, err := tx.ExecContext(ctx, q+in, ids...); err != nil {
 			return 0, err

@@ -41,24 +41,17 @@ func (s *DB) SessionSweep(ctx context.Context, limit int) (ledger.SweepResult, e
 	grace := -ledger.SpentGrace.Microseconds()
 	err := s.inTxWith(ctx, s.d.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
 		out.SessionsEnded = 0
-		ids, err := sessionIDs(ctx, tx, s.q(s.d.ExpiredSessionsSQL)+s.d.skipLocked(), now, limit)
-		if err != nil {
-			return err
-		}
-		if len(ids) < limit {
+		found, err := readIDs(ctx, tx, limit,
+			idRead{s.q(s.d.ExpiredSessionsSQL) + s.d.skipLocked(), []any{now, limit}},
 			// A plain read: SKIP LOCKED's FOR UPDATE would lock the slot
 			// rows its NOT EXISTS reads, which requests acquire.
-			spent, err := sessionIDs(ctx, tx, s.q(`SELECT id FROM sessions
-WHERE ended_at IS NULL AND revoked_at IS NULL AND expires_at > {now} AND `+spentSQL+`
-ORDER BY expires_at LIMIT ?`), now, now, grace, now, limit-len(ids))
-			if err != nil {
-				return err
-			}
-			ids = append(ids, spent...)
+			idRead{s.q(`SELECT id FROM sessions
+WHERE ended_at IS NULL AND revoked_at IS NULL AND expires_at > {now} AND ` + spentSQL + `
+ORDER BY expires_at LIMIT ?`), []any{now, now, grace, now, limit}})
+		if err != nil || len(found) == 0 {
+			return err
 		}
-		if len(ids) == 0 {
-			return nil
-		}
+		ids := anys(found)
 		in := placeholders(len(ids))
 		args := append([]any{now}, ids...)
 		res, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET ended_at = {now}
@@ -110,21 +103,3 @@ const spentSQL = `bytes_drawn >= byte_budget
   AND (reported_at IS NULL OR reported_at <= {now+})
   AND NOT EXISTS (SELECT 1 FROM session_slots t
     WHERE t.session_id = sessions.id AND t.holder IS NOT NULL AND t.lease_until > {now})`
-
-// sessionIDs runs query, a candidate read of session ids, with args.
-func sessionIDs(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]any, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []any
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
-}

@@ -287,21 +287,7 @@ WHERE id IN `+in+` AND state = 'active' AND expires_at <= {now} AND lease_until 
 // (with one {now} argument per {now} in it), oldest expiry first.
 func (s *DB) uploadCandidates(ctx context.Context, tx *sql.Tx, where string, limit int) ([]string, error) {
 	now := s.dbNow()
-	rows, err := tx.QueryContext(ctx, s.q(`SELECT id FROM uploads WHERE `+where+` ORDER BY expires_at LIMIT ?`)+s.d.skipLocked(),
-		now, now, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return readIDs(ctx, tx, limit, idRead{s.q(`SELECT id FROM uploads WHERE `+where+` ORDER BY expires_at LIMIT ?`) + s.d.skipLocked(), []any{now, now, limit}})
 }
 
 // UploadDelete deletes the upload while holder holds its lock. Errors:

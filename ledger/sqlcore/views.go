@@ -197,7 +197,7 @@ func (s *DB) objectLinks(ctx context.Context, objs []ledger.ObjectListing) error
 	query := strings.ReplaceAll(`SELECT l.id, l.bucket, l.object_key, l.version_id, l.revoked_at, l.expires_at, l.remaining,
   l.created_at, {now}, (SELECT COUNT(*) FROM sessions x
     WHERE x.link_id = l.id AND x.revoked_at IS NULL AND x.ended_at IS NULL AND x.expires_at > {now})
-FROM links l WHERE l.object_key IN `+inList(len(args))+`
+FROM links l WHERE l.object_key IN `+placeholders(len(args))+`
 ORDER BY l.created_at DESC, l.id DESC`, "{now}", s.d.NowSQL)
 	rows, err := s.db.QueryContext(ctx, query, append([]any{s.dbNow(), s.dbNow()}, args...)...)
 	if err != nil {
