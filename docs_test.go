@@ -66,7 +66,8 @@ func TestTheMapOfTheDesignNoteNamesWhatExists(t *testing.T) {
 	}
 }
 
-// declaredNames are the repository's top-level functions and types,
+// declaredNames are the repository's top-level functions and types (also
+// as pkg.Name, the way the map writes what another package holds),
 // methods as Recv.Name, and interface methods, from its non-test files.
 func declaredNames(t *testing.T) map[string]bool {
 	names := map[string]bool{}
@@ -85,11 +86,13 @@ func declaredNames(t *testing.T) map[string]bool {
 		if err != nil {
 			return err
 		}
+		pkg := f.Name.Name
 		for _, decl := range f.Decls {
 			switch d := decl.(type) {
 			case *ast.FuncDecl:
 				if d.Recv == nil {
 					names[d.Name.Name] = true
+					names[pkg+"."+d.Name.Name] = true
 					continue
 				}
 				recv := d.Recv.List[0].Type
@@ -106,6 +109,7 @@ func declaredNames(t *testing.T) map[string]bool {
 						continue
 					}
 					names[ts.Name.Name] = true
+					names[pkg+"."+ts.Name.Name] = true
 					if it, ok := ts.Type.(*ast.InterfaceType); ok {
 						for _, m := range it.Methods.List {
 							for _, n := range m.Names {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlgate/dlgate/uploads"
+	"github.com/dlgate/dlgate/gateway/uploads"
 )
 
 // MustWriteFile writes content to name in a fresh temporary directory and

@@ -28,13 +28,13 @@ import (
 	"github.com/dlgate/dlgate/gateway/httpx"
 	"github.com/dlgate/dlgate/gateway/metrics"
 	"github.com/dlgate/dlgate/gateway/public"
+	"github.com/dlgate/dlgate/gateway/uploads"
 	"github.com/dlgate/dlgate/gateway/warm"
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/preview"
 	"github.com/dlgate/dlgate/sessions"
 	"github.com/dlgate/dlgate/storage"
 	"github.com/dlgate/dlgate/token"
-	"github.com/dlgate/dlgate/uploads"
 )
 
 // Options configure a Server. Ledger, Store, Secret and PublicURL are

@@ -21,11 +21,11 @@ import (
 	"testing"
 
 	"github.com/dlgate/dlgate/client"
+	"github.com/dlgate/dlgate/gateway/uploads"
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/ledger/sqlite"
 	"github.com/dlgate/dlgate/storage"
 	"github.com/dlgate/dlgate/storage/fs"
-	"github.com/dlgate/dlgate/uploads"
 )
 
 // tusGateway is an admin API whose /v1/uploads/ is the real uploads

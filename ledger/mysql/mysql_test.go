@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
 
@@ -74,6 +75,10 @@ func MustOpen(tb testing.TB, dsn string, clock ledger.Clock, opts ...mysql.Optio
 	}
 	// The suite moves time for the database's decisions and the records alike.
 	db.Now, db.DBClock = clock, clock
+	// The suites test what the ledger decides, not how fast a loaded
+	// machine's MariaDB commits (a COMMIT of 5 s was seen with the whole
+	// tree's tests at once): the tests of deadlines set their own.
+	db.Timeout = 30 * time.Second
 	return db
 }
 

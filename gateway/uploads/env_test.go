@@ -30,7 +30,7 @@ import (
 	"github.com/dlgate/dlgate/storage"
 	"github.com/dlgate/dlgate/storage/fs"
 	"github.com/dlgate/dlgate/storage/s3"
-	"github.com/dlgate/dlgate/uploads"
+	"github.com/dlgate/dlgate/gateway/uploads"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

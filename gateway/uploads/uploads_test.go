@@ -17,7 +17,7 @@ import (
 
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/storage"
-	"github.com/dlgate/dlgate/uploads"
+	"github.com/dlgate/dlgate/gateway/uploads"
 )
 
 // size is an upload of two and a half S3 parts of the tests' 5 MiB.
