@@ -89,9 +89,40 @@ type Grant struct {
 	// AffinityReuses counts the requests sent to the grant's session
 	// instead of claiming again.
 	AffinityReuses int64 `json:"affinity_reuses"`
+	// Delivery is what the grant's client acknowledged.
+	Delivery Delivery `json:"delivery"`
 
 	// Raw is the grant as received.
 	Raw json.RawMessage `json:"-"`
+}
+
+// Delivery is what a grant's client acknowledged (SPEC §1): the body
+// bytes its TCP stack acknowledged, for a session over all its requests.
+type Delivery struct {
+	// Status is "complete" (every byte of the version acknowledged at
+	// least once), "partial" or "none".
+	Status string `json:"status"`
+	// BytesAcked counts the version's bytes acknowledged at least once;
+	// Coverage is that share of the size, 0 to 1 (1 only when complete).
+	BytesAcked int64   `json:"bytes_acked"`
+	Coverage   float64 `json:"coverage"`
+	// Attempts counts the downloads served under the grant: the first,
+	// then each retry of an interrupted stream download.
+	Attempts      int        `json:"attempts"`
+	DeliveredAt   *time.Time `json:"delivered_at"`
+	InterruptedAt *time.Time `json:"interrupted_at"`
+	// Measured is false when a number is only what the gateway wrote
+	// (HTTP/2, no TCP counters): an upper bound of what the client got.
+	Measured bool `json:"measured"`
+}
+
+// GrantOptions selects the grants GET /v1/links/{id}/grants returns.
+type GrantOptions struct {
+	Cursor string // a previous page's NextCursor
+	Limit  int    // 1 to 500; 0 for the server's default (100)
+	// Delivery keeps the grants of one delivery status: "none",
+	// "partial" or "complete"; "" keeps all.
+	Delivery string
 }
 
 // GrantPage is one page of GET /v1/links/{id}/grants.
@@ -100,19 +131,22 @@ type GrantPage struct {
 	NextCursor string // "" on the last page
 }
 
-// Grants returns one page of a link's grants, newest first (GET
-// /v1/links/{id}/grants). A zero limit is the server's default.
-func (c *Client) Grants(ctx context.Context, id, cursor string, limit int) (GrantPage, error) {
+// Grants returns one page of a link's grants, newest first, each with
+// its delivery (GET /v1/links/{id}/grants).
+func (c *Client) Grants(ctx context.Context, id string, o GrantOptions) (GrantPage, error) {
 	p, err := linkPath(id, "/grants")
 	if err != nil {
 		return GrantPage{}, err
 	}
 	q := url.Values{}
-	if cursor != "" {
-		q.Set("cursor", cursor)
+	if o.Cursor != "" {
+		q.Set("cursor", o.Cursor)
 	}
-	if limit != 0 {
-		q.Set("limit", strconv.Itoa(limit))
+	if o.Limit != 0 {
+		q.Set("limit", strconv.Itoa(o.Limit))
+	}
+	if o.Delivery != "" {
+		q.Set("delivery", o.Delivery)
 	}
 	if len(q) > 0 {
 		p += "?" + q.Encode()

@@ -60,18 +60,19 @@ func TestGrants(t *testing.T) {
 	const answer = `{"grants":[{"id":"g2","kind":"session","status":"refunded","account_id":"alice","session_id":"s1",
 "client":"curl","created_at":"2030-01-02T03:04:05.000001Z","refunded_at":"2030-01-02T03:05:00Z"},
 {"id":"g1","kind":"stream","status":"granted","account_id":null,"session_id":null,"client":"wget",
-"created_at":"2030-01-02T03:00:00Z","refunded_at":null}],"next_cursor":"n"}`
+"created_at":"2030-01-02T03:00:00Z","refunded_at":null,"delivery":{"status":"partial","bytes_acked":500,"coverage":0.5,
+"attempts":2,"delivered_at":null,"interrupted_at":"2030-01-02T03:01:00Z","measured":true}}],"next_cursor":"n"}`
 	tests := []struct {
-		cursor  string
-		limit   int
+		opts    GrantOptions
 		wantURI string
 	}{
-		{"", 0, "/v1/links/id-1/grants"},
-		{"abc", 2, "/v1/links/id-1/grants?cursor=abc&limit=2"},
+		{GrantOptions{}, "/v1/links/id-1/grants"},
+		{GrantOptions{Cursor: "abc", Limit: 2}, "/v1/links/id-1/grants?cursor=abc&limit=2"},
+		{GrantOptions{Delivery: "partial"}, "/v1/links/id-1/grants?delivery=partial"},
 	}
 	for _, tt := range tests {
 		f, c := MustFakeAPI(t, http.StatusOK, answer)
-		p, err := c.Grants(context.Background(), "id-1", tt.cursor, tt.limit)
+		p, err := c.Grants(context.Background(), "id-1", tt.opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,6 +89,10 @@ func TestGrants(t *testing.T) {
 		}
 		if g := p.Grants[1]; g.AccountID != "" || g.RefundedAt != nil {
 			t.Errorf("second grant = %+v, want no account and no refund", g)
+		}
+		if d := p.Grants[1].Delivery; d.Status != "partial" || d.BytesAcked != 500 || d.Coverage != 0.5 || d.Attempts != 2 ||
+			d.DeliveredAt != nil || d.InterruptedAt == nil || d.InterruptedAt.Minute() != 1 || !d.Measured {
+			t.Errorf("second grant's delivery = %+v", d)
 		}
 	}
 }
@@ -112,7 +117,7 @@ func TestListCallsReportAPIErrors(t *testing.T) {
 			_, err := c.ListLinks(context.Background(), ListOptions{Cursor: "x"})
 			return err
 		},
-		"Grants": func(c *Client) error { _, err := c.Grants(context.Background(), "id", "", 0); return err },
+		"Grants": func(c *Client) error { _, err := c.Grants(context.Background(), "id", GrantOptions{}); return err },
 		"AllowanceChanges": func(c *Client) error {
 			_, err := c.AllowanceChanges(context.Background(), "id")
 			return err
@@ -126,7 +131,7 @@ func TestListCallsReportAPIErrors(t *testing.T) {
 			t.Errorf("%s: err = %v, want the API's 400 with its detail", name, err)
 		}
 	}
-	if _, err := New("http://x", "", nil).Grants(context.Background(), "", "", 0); err == nil {
+	if _, err := New("http://x", "", nil).Grants(context.Background(), "", GrantOptions{}); err == nil {
 		t.Error("Grants without an id sent a request")
 	}
 }

@@ -241,9 +241,13 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 			_, err := c.CreateLink(ctx, CreateLinkRequest{Object: ObjectRef{Key: "missing.bin"}, Downloads: 1, ExpiresIn: 60})
 			return wantProblem(err, http.StatusUnprocessableEntity, "object-not-found")
 		}},
+		{"CreateLink", "createLink", 0, func() error {
+			l, err := c.CreateLink(ctx, CreateLinkRequest{Object: ObjectRef{Key: "big.iso"}, Downloads: 1, ExpiresIn: 86400, Retries: 1})
+			return want(err, l.ID != "", l)
+		}},
 		{"GetLink", "getLink", 0, func() error {
 			l, err := c.GetLink(ctx, id)
-			return want(err, l.ID != "" && l.Grants["granted"] > 0, l)
+			return want(err, l.ID != "" && l.Grants["granted"] > 0 && l.Deliveries["complete"]+l.Deliveries["none"] == l.Grants["granted"], l)
 		}},
 		{"GetLink", "getLink", http.StatusNotFound, func() error {
 			_, err := c.GetLink(ctx, id)
@@ -274,11 +278,16 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 			return want(err, len(ch) == 1 && ch[0].Add > 0 && !ch[0].CreatedAt.IsZero(), ch)
 		}},
 		{"Grants", "listGrants", 0, func() error {
-			p, err := c.Grants(ctx, id, "", 0)
-			return want(err, len(p.Grants) == 1 && p.NextCursor != "" && p.Grants[0].SessionID != "", p)
+			p, err := c.Grants(ctx, id, GrantOptions{})
+			return want(err, len(p.Grants) == 1 && p.NextCursor != "" && p.Grants[0].SessionID != "" &&
+				p.Grants[0].Delivery.Status == "partial" && p.Grants[0].Delivery.Coverage > 0, p)
 		}},
 		{"Grants", "listGrants", 0, func() error {
-			_, err := c.Grants(ctx, id, "MTkzMDM2NzE2ODAwMDAwMC8wMWEy", 50)
+			_, err := c.Grants(ctx, id, GrantOptions{Delivery: "partial"})
+			return err
+		}},
+		{"Grants", "listGrants", 0, func() error {
+			_, err := c.Grants(ctx, id, GrantOptions{Cursor: "MTkzMDM2NzE2ODAwMDAwMC8wMWEy", Limit: 50})
 			return err
 		}},
 		{"ListLinks", "listLinks", 0, func() error {

@@ -33,6 +33,9 @@ type CreateLinkRequest struct {
 	Delivery  string           `json:"delivery,omitempty"` // "stream" or "session"
 	Confirm   bool             `json:"confirm,omitempty"`
 	Session   *SessionSettings `json:"session,omitempty"`
+	// Retries lets the client of an interrupted stream download fetch it
+	// again, whole, under the same grant, up to this many times (0 to 10).
+	Retries int `json:"retries,omitempty"`
 
 	// IdempotencyKey is sent as the Idempotency-Key header, so that a retry
 	// returns the same link instead of creating a second one.
@@ -52,25 +55,29 @@ type LinkObject struct {
 	SHA256 string `json:"sha256"`
 }
 
-// Link is the admin API's view of a link. RevokedAt, Grants and
-// ActiveSessions come with GET /v1/links/{id}.
+// Link is the admin API's view of a link. RevokedAt, Grants, Deliveries
+// and ActiveSessions come with GET /v1/links/{id}.
 type Link struct {
-	ID             string           `json:"id"`
-	URL            string           `json:"url"`
-	NamedURL       string           `json:"named_url"` // URL + "/" + the escaped file name (SPEC §3)
-	Token          string           `json:"token"`
-	Downloads      int              `json:"downloads"`
-	Remaining      int              `json:"remaining"`
-	ExpiresAt      time.Time        `json:"expires_at"`
-	CreatedAt      time.Time        `json:"created_at"`
-	Delivery       string           `json:"delivery"`
-	AccountID      string           `json:"account_id"`
-	Filename       string           `json:"filename"`
-	Object         LinkObject       `json:"object"`
-	Session        *SessionSettings `json:"session"`
-	RevokedAt      *time.Time       `json:"revoked_at"`
-	Grants         map[string]int   `json:"grants"` // count by grant status
-	ActiveSessions int              `json:"active_sessions"`
+	ID        string           `json:"id"`
+	URL       string           `json:"url"`
+	NamedURL  string           `json:"named_url"` // URL + "/" + the escaped file name (SPEC §3)
+	Token     string           `json:"token"`
+	Downloads int              `json:"downloads"`
+	Remaining int              `json:"remaining"`
+	ExpiresAt time.Time        `json:"expires_at"`
+	CreatedAt time.Time        `json:"created_at"`
+	Delivery  string           `json:"delivery"`
+	Retries   int              `json:"retries"`
+	AccountID string           `json:"account_id"`
+	Filename  string           `json:"filename"`
+	Object    LinkObject       `json:"object"`
+	Session   *SessionSettings `json:"session"`
+	RevokedAt *time.Time       `json:"revoked_at"`
+	Grants    map[string]int   `json:"grants"` // count by grant status
+	// Deliveries counts the grants by delivery status: "none",
+	// "partial", "complete".
+	Deliveries     map[string]int `json:"deliveries"`
+	ActiveSessions int            `json:"active_sessions"`
 
 	// Raw is the answer as received, including fields this client does not
 	// know, for printing it whole.

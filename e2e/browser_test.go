@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/dlgate/dlgate/internal/testenv"
@@ -27,8 +28,10 @@ type Browser struct {
 	Dir string
 
 	mu        sync.Mutex
-	downloads map[string]string // download GUID → suggested file name
-	done      chan string       // GUIDs of finished downloads
+	downloads map[string]string  // download GUID → suggested file name
+	received  map[string]float64 // download GUID → bytes received so far
+	started   chan string        // GUIDs of downloads that began
+	done      chan string        // GUIDs of finished downloads
 }
 
 // MustStartBrowser starts Chromium with the flags this machine needs (no
@@ -37,7 +40,8 @@ type Browser struct {
 func MustStartBrowser(tb testing.TB) *Browser {
 	tb.Helper()
 	bin := testenv.MustBinary(tb, "chromium", "chromium")
-	b := &Browser{Dir: tb.TempDir(), downloads: map[string]string{}, done: make(chan string, 16)}
+	b := &Browser{Dir: tb.TempDir(), downloads: map[string]string{}, received: map[string]float64{},
+		started: make(chan string, 16), done: make(chan string, 16)}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(bin),
 		chromedp.NoSandbox,
@@ -63,7 +67,14 @@ func MustStartBrowser(tb testing.TB) *Browser {
 			b.mu.Lock()
 			b.downloads[e.GUID] = e.SuggestedFilename
 			b.mu.Unlock()
+			select {
+			case b.started <- e.GUID:
+			default:
+			}
 		case *browser.EventDownloadProgress:
+			b.mu.Lock()
+			b.received[e.GUID] = e.ReceivedBytes
+			b.mu.Unlock()
 			if e.State == browser.DownloadProgressStateCompleted {
 				select {
 				case b.done <- e.GUID:
@@ -164,6 +175,50 @@ func (b *Browser) WaitDownload(tb testing.TB) (string, []byte) {
 		tb.Fatal("no download finished within 60 s")
 		return "", nil
 	}
+}
+
+// WaitDownloadStart waits for the next download to begin and returns its
+// GUID.
+func (b *Browser) WaitDownloadStart(tb testing.TB) string {
+	tb.Helper()
+	select {
+	case guid := <-b.started:
+		return guid
+	case <-time.After(60 * time.Second):
+		tb.Fatal("no download began within 60 s")
+		return ""
+	}
+}
+
+// Received is how many bytes the download guid has received, as Chromium
+// last reported.
+func (b *Browser) Received(guid string) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return int64(b.received[guid])
+}
+
+// CancelDownload cancels a download in progress, as its Cancel button in
+// the downloads bar does.
+func (b *Browser) CancelDownload(tb testing.TB, guid string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+	defer cancel()
+	if _, err := chromedp.CallBrowser(ctx, browser.CancelDownload, browser.CancelDownloadParams{GUID: guid}); err != nil {
+		tb.Fatalf("cancelling download %s: %v", guid, err)
+	}
+}
+
+// Cookies are the browser's cookies for rawURL.
+func (b *Browser) Cookies(tb testing.TB, rawURL string) []*network.Cookie {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+	defer cancel()
+	res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{rawURL}})
+	if err != nil {
+		tb.Fatalf("reading the cookies of %s: %v", redact(rawURL), err)
+	}
+	return res.Cookies
 }
 
 // NoDownload checks that no download finished within d.

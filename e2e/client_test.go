@@ -237,6 +237,7 @@ type LinkRequest struct {
 	Confirm   bool             `json:"confirm,omitempty"`
 	Account   string           `json:"account_id,omitempty"`
 	Session   *SessionSettings `json:"session,omitempty"`
+	Retries   int              `json:"retries,omitempty"`
 }
 
 // ObjectRef names an object version in a LinkRequest.

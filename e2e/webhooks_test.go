@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -239,29 +240,37 @@ func TestWebhooks(t *testing.T) {
 		if full != 5 {
 			t.Fatalf("%d of 50 simultaneous GETs got the object, want 5", full)
 		}
-		took := waitFor(t, 45*time.Second, "the receiver did not get link.created, 5 grant.created and link.exhausted", func() bool {
-			return len(rv.Delivered(link.ID)) >= 7
+		// Each whole download also announces its grant.delivered (SPEC
+		// §1), once its response ended: 12 events in all.
+		took := waitFor(t, 45*time.Second, "the receiver did not get link.created, 5 grant.created, link.exhausted and 5 grant.delivered", func() bool {
+			return len(rv.Delivered(link.ID)) >= 12
 		})
 		time.Sleep(time.Second) // time for a duplicate, should one come
 		got := rv.Delivered(link.ID)
 		var types []string
 		ids := map[string]bool{}
-		grants := map[string]bool{}
+		grants, delivered := map[string]bool{}, map[string]bool{}
 		var remaining []int
 		for _, h := range got {
-			types = append(types, h.Event.Type)
 			ids[h.ID] = true
-			if h.Event.Type == "grant.created" {
+			switch h.Event.Type {
+			case "grant.delivered":
+				// Written when a response ends, so among the claims' events
+				// wherever its stream ended.
+				delivered[h.Event.str("grant_id")] = true
+				continue
+			case "grant.created":
 				grants[h.Event.str("grant_id")] = true
 				remaining = append(remaining, h.Event.num("remaining"))
 			}
+			types = append(types, h.Event.Type)
 		}
 		want := []string{"link.created", "grant.created", "grant.created", "grant.created", "grant.created", "grant.created", "link.exhausted"}
 		if !slices.Equal(types, want) {
-			t.Errorf("delivered in this order: %v, want %v", types, want)
+			t.Errorf("delivered in this order (grant.delivered aside): %v, want %v", types, want)
 		}
-		if len(ids) != 7 || len(grants) != 5 {
-			t.Errorf("%d distinct webhook-ids and %d distinct grant ids among %d deliveries; want 7 and 5", len(ids), len(grants), len(got))
+		if len(ids) != 12 || len(grants) != 5 || !maps.Equal(grants, delivered) {
+			t.Errorf("%d distinct webhook-ids, %d distinct grant ids and grant.delivered of %d among %d deliveries; want 12, 5 and the same 5", len(ids), len(grants), len(delivered), len(got))
 		}
 		if !slices.Equal(remaining, []int{4, 3, 2, 1, 0}) {
 			t.Errorf("grant.created remaining = %v, want 4 3 2 1 0 in order", remaining)
@@ -354,6 +363,20 @@ func TestWebhooks(t *testing.T) {
 			}
 			return true
 		})
+		// The receiver counts an event when it answers; the sender marks it
+		// delivered right after. An answer to the killed process's held
+		// request counts at the receiver but never reached its sender: that
+		// event stays leased until the lease (15 s) lapses and another
+		// process sends it again. The killed process may also have held an
+		// earlier subtest's event (a grant.delivered of its downloads),
+		// which waits for that lease too.
+		waitFor(t, 40*time.Second, "events still pending in the outbox", func() bool {
+			var pending int
+			if err := db.QueryRow(`SELECT COUNT(*) FROM webhook_outbox WHERE status = 'pending'`).Scan(&pending); err != nil {
+				t.Fatal(err)
+			}
+			return pending == 0
+		})
 		delivered := map[string]bool{}
 		for _, h := range rv.Requests() {
 			if h.Status == http.StatusOK {
@@ -365,18 +388,6 @@ func TestWebhooks(t *testing.T) {
 				t.Errorf("event %s, leased by the killed process, was never delivered", id)
 			}
 		}
-		// The receiver counts an event when it answers; the sender marks it
-		// delivered right after. An answer to the killed process's held
-		// request counts at the receiver but never reached its sender: that
-		// event stays leased until the lease (15 s) lapses and another
-		// process sends it again.
-		waitFor(t, 40*time.Second, "events still pending in the outbox", func() bool {
-			var pending int
-			if err := db.QueryRow(`SELECT COUNT(*) FROM webhook_outbox WHERE status = 'pending'`).Scan(&pending); err != nil {
-				t.Fatal(err)
-			}
-			return pending == 0
-		})
 		t.Logf("killed %s (pid %d) while it sent %d events; the other processes delivered them %v after the kill (lease 15 s)",
 			victim.Name, victim.Pid(), len(victimEvents), took.Round(10*time.Millisecond))
 	})

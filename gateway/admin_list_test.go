@@ -72,6 +72,7 @@ func TestListLinksPagesNewestFirstWithoutTokens(t *testing.T) {
 		want = append([]string{l.ID}, want...)
 	}
 	h.Do(t, http.MethodGet, h.MustShowLink(t, want[0]).URL, nil) // one grant on the newest
+	h.WaitIdle()                                                 // and its delivery recorded
 
 	links, raws := h.MustListLinks(t, url.Values{"limit": {"2"}})
 	if got := idsOf(links); !slices.Equal(got, want) {
@@ -81,7 +82,7 @@ func TestListLinksPagesNewestFirstWithoutTokens(t *testing.T) {
 		if _, ok := raws[i]["token"]; ok {
 			t.Errorf("listed link %s has a token field", l.ID)
 		}
-		for _, k := range []string{"url", "named_url", "grants", "active_sessions", "revoked_at", "created_at"} {
+		for _, k := range []string{"url", "named_url", "grants", "deliveries", "retries", "active_sessions", "revoked_at", "created_at"} {
 			if _, ok := raws[i][k]; !ok {
 				t.Errorf("listed link %s lacks %q", l.ID, k)
 			}

@@ -248,9 +248,12 @@ func TestShowLinkReportsItsState(t *testing.T) {
 	// Spend one download by stream and one by session, then look.
 	h.Do(t, http.MethodGet, l.URL, nil)
 	h.MustMint(t, l)
+	h.WaitIdle() // the stream's delivery is recorded after its last byte
 	got := h.MustShowLink(t, l.ID)
 	want.Remaining = 2 - 1
 	want.Grants = map[string]int{"granted": 2, "refunded": 0}
+	// The stream was received whole; the session has served nothing.
+	want.Deliveries = map[string]int{"complete": 1, "partial": 0, "none": 1}
 	one := 1
 	want.ActiveSessions = &one
 	if !linksEqual(got, want) {

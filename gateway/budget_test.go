@@ -263,6 +263,7 @@ func connAware(t *testing.T, h *Harness) (rewrite func(string) string, wait func
 			idle.Wait()
 		}
 		mu.Unlock()
+		h.Server.WaitDeliveries()
 	}
 	return rewrite, wait
 }

@@ -133,6 +133,26 @@ func (f *fakeLedger) BudgetReturn(ctx context.Context, sessionID string, n int64
 	return f.Ledger.BudgetReturn(ctx, sessionID, n)
 }
 
+func (f *fakeLedger) GrantDeliveryRecord(ctx context.Context, d ledger.StreamDelivery) error {
+	f.count("GrantDeliveryRecord")
+	return f.Ledger.GrantDeliveryRecord(ctx, d)
+}
+
+func (f *fakeLedger) SessionDeliveryRecord(ctx context.Context, d ledger.SessionDelivery) error {
+	f.count("SessionDeliveryRecord")
+	return f.Ledger.SessionDeliveryRecord(ctx, d)
+}
+
+func (f *fakeLedger) GrantRetryBegin(ctx context.Context, req ledger.RetryRequest) (*ledger.Grant, error) {
+	f.count("GrantRetryBegin")
+	return f.Ledger.GrantRetryBegin(ctx, req)
+}
+
+func (f *fakeLedger) GrantRetryRenew(ctx context.Context, grantID string, attempt int, lease time.Duration) error {
+	f.count("GrantRetryRenew")
+	return f.Ledger.GrantRetryRenew(ctx, grantID, attempt, lease)
+}
+
 func (f *fakeLedger) SlotAcquire(ctx context.Context, sessionID, holder string, lease time.Duration) error {
 	f.count("SlotAcquire")
 	return f.Ledger.SlotAcquire(ctx, sessionID, holder, lease)

@@ -138,13 +138,15 @@ func (h *Harness) end() {
 }
 
 // WaitIdle returns once no public request is being served: every handler
-// has returned, with its deferred slot release and budget return done.
+// has returned, with its deferred slot release and budget return done,
+// and every stream's delivery record written.
 func (h *Harness) WaitIdle() {
 	h.mu.Lock()
 	for h.inflight > 0 {
 		h.idle.Wait()
 	}
 	h.mu.Unlock()
+	h.Server.WaitDeliveries()
 }
 
 // frozenClock only moves when a test moves it, so expiry, leases and
@@ -233,7 +235,9 @@ type linkJSON struct {
 	Object         objectJSON     `json:"object"`
 	Session        sessionParams  `json:"session"`
 	Grants         map[string]int `json:"grants"`
+	Deliveries     map[string]int `json:"deliveries"`
 	ActiveSessions *int           `json:"active_sessions"`
+	Retries        int            `json:"retries"`
 }
 
 type sessionParams struct {

@@ -16,10 +16,12 @@ func TestEveryClaimIsOneLedgerCall(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || string(body) != string(data) {
 			t.Fatalf("GET %d = %d", i, resp.StatusCode)
 		}
+		h.WaitIdle()
 		// The claim by token reads the link and claims it: one call,
-		// cached or not.
-		if n, byToken := h.Ledger.Calls("")-before, h.Ledger.Calls("LinkClaim"); n != 1 || byToken != i+1 {
-			t.Errorf("GET %d made %d ledger calls (%d claims by token in all), want 1", i, n, byToken)
+		// cached or not; and the response's end records its delivery:
+		// one more, after the last byte (SPEC §1).
+		if n, byToken, records := h.Ledger.Calls("")-before, h.Ledger.Calls("LinkClaim"), h.Ledger.Calls("GrantDeliveryRecord"); n != 2 || byToken != i+1 || records != i+1 {
+			t.Errorf("GET %d made %d ledger calls (%d claims by token, %d delivery records in all), want 2: the claim and the record", i, n, byToken, records)
 		}
 	}
 	// A refusal is one call too: the claim explains it from the row it
@@ -27,6 +29,7 @@ func TestEveryClaimIsOneLedgerCall(t *testing.T) {
 	h.MustObjectLink(t, "spent.bin", data, nil)
 	spent := h.MustObjectLink(t, "spent.bin", data, map[string]any{"downloads": 1})
 	h.Do(t, http.MethodGet, spent.URL, nil)
+	h.WaitIdle()
 	before := h.Ledger.Calls("")
 	resp, body := h.Do(t, http.MethodGet, spent.URL, nil)
 	mustProblem(t, resp, body, http.StatusNotFound, "link-unavailable")

@@ -66,7 +66,7 @@ func (s *Server) accessLog(r *http.Request, info *httpx.Info, rec *httpx.Recorde
 	s.log.LogAttrs(r.Context(), level, accessMessage, slog.String("method", r.Method), slog.Int("status", status),
 		slog.Int64("bytes", rec.Bytes), slog.String("duration_ms", strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64)),
 		slog.String("client", client), slog.String("user_agent", public.UserAgent(r, 80)), affinityAttr(info), actorAttr(info),
-		claimBatchAttr(r))
+		claimBatchAttr(r), deliveryAttr(info))
 }
 
 // claimBatchAttr says how many claims shared the transaction that decided
@@ -85,6 +85,21 @@ func actorAttr(info *httpx.Info) slog.Attr {
 		return slog.Attr{}
 	}
 	return slog.String("key_id", info.Actor)
+}
+
+// deliveryAttr is the access line's record of what the client of a
+// response of object bytes acknowledged (SPEC §1), when it sent any:
+// delivery=complete bytes_acked=N, and measured=false when the number is
+// only what was written (HTTP/2, no TCP counters).
+func deliveryAttr(info *httpx.Info) slog.Attr {
+	if info.Delivery == "" {
+		return slog.Attr{}
+	}
+	attrs := []slog.Attr{slog.String("delivery", info.Delivery), slog.Int64("bytes_acked", info.BytesAcked)}
+	if !info.AckMeasured {
+		attrs = append(attrs, slog.Bool("measured", false))
+	}
+	return slog.Attr{Key: "", Value: slog.GroupValue(attrs...)}
 }
 
 // affinityAttr is the access line's record of session affinity, when the

@@ -680,6 +680,9 @@ func TestOpenAPIRealExchangesValidate(t *testing.T) {
 	x.do(t, call{method: "POST", path: "/v1/links", body: `{"object":{"key":"big.iso"},"downloads":0,"expires_in":60}`, want: http.StatusBadRequest, docRefuses: true})
 	x.do(t, call{method: "POST", path: "/v1/links", body: `{"object":{"key":"big.iso"},"downloads":1,"expires_in":60,"expires_at":"2031-03-11T00:00:00Z"}`, want: http.StatusBadRequest, docRefuses: true})
 	x.do(t, call{method: "POST", path: "/v1/links", body: `{"object":{"key":"missing.bin"},"downloads":1,"expires_in":60}`, want: http.StatusUnprocessableEntity})
+	ok("POST", "/v1/links", `{"object":{"key":"big.iso"},"downloads":1,"expires_in":86400,"retries":1}`, http.StatusCreated)
+	x.do(t, call{method: "POST", path: "/v1/links", body: `{"object":{"key":"big.iso"},"downloads":1,"expires_in":60,"retries":11}`, want: http.StatusBadRequest, docRefuses: true})
+	ok("POST", "/v1/links", `{"object":{"key":"big.iso"},"downloads":1,"expires_in":60,"delivery":"session","retries":1}`, http.StatusBadRequest)
 
 	// Downloads, so that grants, sessions and counts are not empty.
 	h.Do(t, http.MethodGet, l.URL, nil)
@@ -704,6 +707,8 @@ func TestOpenAPIRealExchangesValidate(t *testing.T) {
 	}
 	ok("GET", "/v1/links/"+l.ID+"/grants?limit=1&cursor="+url.QueryEscape(page.Next), "", http.StatusOK)
 	ok("GET", "/v1/links/"+l.ID+"/grants?cursor=not-a-cursor", "", http.StatusBadRequest)
+	ok("GET", "/v1/links/"+l.ID+"/grants?delivery=complete", "", http.StatusOK)
+	x.do(t, call{method: "GET", path: "/v1/links/" + l.ID + "/grants?delivery=done", want: http.StatusBadRequest, docRefuses: true})
 	x.do(t, call{method: "GET", path: "/v1/links/" + l.ID + "/grants?limit=0", want: http.StatusBadRequest, docRefuses: true})
 	ok("GET", "/v1/links/"+unknownID+"/grants", "", http.StatusNotFound)
 

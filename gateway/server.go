@@ -141,6 +141,10 @@ type Options struct {
 	// refusals is held before it is sent (refusals.go; default
 	// DefaultRefusalHold, negative sends it at once).
 	RefusalHold time.Duration
+	// RetryLease is how long a retry of an interrupted stream download
+	// stays in flight without a renewal (default ledger.DefaultRetryLease;
+	// the stream renews it every third of it).
+	RetryLease time.Duration
 }
 
 // Server serves the public and admin routes.
@@ -189,7 +193,7 @@ func New(opts Options) (*Server, error) {
 	m := metrics.New(opts.Version)
 	keys := token.NewKeys(opts.Secret, opts.SecretPrevious...)
 	w := warm.New(warm.Config{
-		Rows: opts.Ledger, Budget: opts.Ledger, Slots: opts.Ledger, Log: log, Now: opts.Now, Drew: m.BudgetDraw.Inc,
+		Rows: opts.Ledger, Budget: opts.Ledger, Slots: opts.Ledger, Reports: opts.Ledger, Log: log, Now: opts.Now, Drew: m.BudgetDraw.Inc,
 		RowTTL: opts.WarmRowTTL, Idle: opts.WarmIdle, Lease: opts.SlotLease, Keep: opts.WarmBudget,
 		SlotIdle: opts.SlotIdle, SlotWait: opts.SlotWait, Chunk: opts.Chunk,
 	})
@@ -197,9 +201,10 @@ func New(opts Options) (*Server, error) {
 		OpenTimeout: opts.StoreOpenTimeout, IdleTimeout: opts.StoreIdleTimeout, Now: opts.Now})
 	s := &Server{Options: opts, log: log, metrics: m, keys: keys, warm: w, objects: opts.Ledger, upkeep: opts.Ledger}
 	s.public = public.New(public.Config{
-		Claims: opts.Ledger, Warm: w, Pipeline: pipeline, Keys: keys, Auth: opts.Auth, Previews: opts.Previews,
+		Claims: opts.Ledger, Deliveries: opts.Ledger, Warm: w, Pipeline: pipeline, Keys: keys, Auth: opts.Auth, Previews: opts.Previews,
 		Log: log, Metrics: m, PublicURL: opts.PublicURL, Defaults: opts.Defaults, Affinity: opts.Affinity,
-		HidePreviewDetails: opts.HidePreviewDetails, ClientAddr: opts.ClientAddr, RefusalHold: opts.RefusalHold, Now: opts.Now,
+		HidePreviewDetails: opts.HidePreviewDetails, ClientAddr: opts.ClientAddr, RefusalHold: opts.RefusalHold, RetryLease: opts.RetryLease,
+		Now: opts.Now,
 	})
 	s.admin = admin.New(admin.Config{
 		Admin: opts.Ledger, Objects: opts.Ledger, APIKeys: opts.Ledger, Audit: opts.Ledger, Store: opts.Store, Keys: keys, Warm: w, Log: log,
@@ -292,6 +297,7 @@ func (o Options) withDefaults() Options {
 		{&o.WarmRowTTL, warm.DefaultWarmRowTTL},
 		{&o.SlotIdle, warm.DefaultSlotIdle},
 		{&o.SlotWait, warm.DefaultSlotWait},
+		{&o.RetryLease, ledger.DefaultRetryLease},
 	}
 	for _, d := range durations {
 		if *d.v <= 0 {
@@ -321,9 +327,19 @@ const (
 // balancers stop sending new work while running downloads finish.
 func (s *Server) Drain() { s.draining.Store(true) }
 
-// Flush releases every slot and returns every byte this process keeps for
-// idle sessions; serve calls it once the listeners drained.
-func (s *Server) Flush() { s.warm.Flush() }
+// Flush writes the delivery records of the stream responses that ended,
+// releases every slot, returns every byte this process keeps for idle
+// sessions and reports what their clients acknowledged; serve calls it
+// once the listeners drained.
+func (s *Server) Flush() {
+	s.public.WaitRecords()
+	s.warm.Flush()
+}
+
+// WaitDeliveries returns once the delivery records of the stream
+// responses that ended were written (they are written beside the
+// response, after it: gateway/public/stream.go).
+func (s *Server) WaitDeliveries() { s.public.WaitRecords() }
 
 // ConnContext is the public http.Server's ConnContext: it keeps each
 // connection in its requests' contexts, so that a response can ask the

@@ -253,6 +253,14 @@ func TestStorageFailureBeforeTheFirstByteRefundsTheClaim(t *testing.T) {
 			if n := h.Ledger.Calls("Refund"); n != 1 {
 				t.Errorf("Refund calls = %d, want 1", n)
 			}
+			// A refunded grant delivered nothing and records nothing.
+			h.WaitIdle()
+			if n := h.Ledger.Calls("GrantDeliveryRecord"); n != 0 {
+				t.Errorf("a refunded claim made %d delivery records, want none", n)
+			}
+			if d := h.mustOnlyGrant(t, l.ID).Delivery; d.Status != "none" || d.BytesAcked != 0 || d.Attempts != 1 {
+				t.Errorf("the refunded grant's delivery = %+v, want none", d)
+			}
 
 			// The store recovers: the refunded allowance is usable.
 			h.Store.OpenFunc = nil

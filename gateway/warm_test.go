@@ -11,7 +11,7 @@ import (
 )
 
 // sessionCalls are the ledger calls a range request can cost.
-var sessionCalls = []string{"SessionGetByTokenHash", "SlotAcquire", "SlotRenew", "SlotRelease", "BudgetDraw", "BudgetReturn"}
+var sessionCalls = []string{"SessionGetByTokenHash", "SlotAcquire", "SlotRenew", "SlotRelease", "BudgetDraw", "BudgetReturn", "SessionDeliveryRecord"}
 
 func (h *Harness) callsOf(names ...string) int {
 	n := 0

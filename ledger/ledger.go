@@ -170,6 +170,12 @@ type ClaimRequest struct {
 	AccountID string // the verified caller, "" when anonymous
 	Kind      string // KindStream or KindSession
 	Client    string // short client descriptor without secrets
+	// RetriesChecked says the caller asked GrantRetryBegin first and
+	// found no retry to serve: a GET of a stream link with retries then
+	// claims at once (Link.ClaimsAtOnce). Without it such a link is
+	// returned unclaimed, so that no download is spent before the retry
+	// was asked.
+	RetriesChecked bool
 }
 
 // Session is an expiring transfer session minted by a claim.
@@ -299,13 +305,13 @@ type Claims interface {
 	LinkGetByTokenHash(ctx context.Context, hash []byte) (*Link, error)
 	// LinkClaim is the download path's one claim call: it reads the link
 	// with token hash hash and, when a GET of its URL claims it at once
-	// (Link.ClaimsAtOnce(confirmed), confirmed for a POST from the
-	// landing page), spends one allowance and writes the grant, all in
-	// one transaction, which may decide other claims of the process with
-	// it (SPEC §1 "Group claims"). A refusal may come from the process's
-	// cache of links it saw unclaimable; a grant never does. req.LinkID
-	// is ignored. Errors: ErrNotFound, ErrAmbiguous (with the outcome's
-	// grant), ErrUnavailable.
+	// (Link.ClaimsAtOnce(confirmed, req.RetriesChecked), confirmed for a
+	// POST from the landing page), spends one allowance and writes the
+	// grant, all in one transaction, which may decide other claims of the
+	// process with it (SPEC §1 "Group claims"). A refusal may come from the
+	// process's cache of links it saw unclaimable; a grant never does.
+	// req.LinkID is ignored. Errors: ErrNotFound, ErrAmbiguous (with the
+	// outcome's grant), ErrUnavailable.
 	LinkClaim(ctx context.Context, hash []byte, req ClaimRequest, confirmed bool) (ClaimOutcome, error)
 	// GrantRefund gives back the allowance of a granted claim and marks the
 	// grant refunded, revoking the grant's session if it has one;
@@ -583,11 +589,16 @@ func (l *Link) Refusal(account string, now time.Time) Reason {
 }
 
 // ClaimsAtOnce reports whether a GET of l's URL claims it and streams the
-// object at once: delivery stream, and no confirmation asked unless the
-// request is the confirmation (a POST from the landing page). The claim
-// transaction asks it of the row it locked, as everything else does.
-func (l *Link) ClaimsAtOnce(confirmed bool) bool {
-	return l.Delivery == DeliveryStream && (!l.Confirm || confirmed)
+// object at once: delivery stream, no confirmation asked unless the
+// request is the confirmation (a POST from the landing page), and no
+// retries unless the caller already asked for one (retriesChecked,
+// ClaimRequest.RetriesChecked): a link with retries may serve an
+// interrupted download again without a claim (SPEC §1), which must be
+// asked before a download is spent. A link without retries costs what it
+// always did. The claim transaction asks it of the row it locked, as
+// everything else does.
+func (l *Link) ClaimsAtOnce(confirmed, retriesChecked bool) bool {
+	return l.Delivery == DeliveryStream && (!l.Confirm || confirmed) && (l.Retries == 0 || retriesChecked)
 }
 
 // Refusal says why s cannot serve bytes at now, or "" when it can.

@@ -36,7 +36,7 @@ const linksUsage = `Usage:
   gateway links create FILE_OR_KEY --downloads N --expires-in DURATION [flags]
   gateway links show ID
   gateway links list [--account A] [--state S] [--object-key K] [--limit N] [--all] [--json]
-  gateway links grants ID [--limit N] [--all] [--json]
+  gateway links grants ID [--delivery S] [--limit N] [--all] [--json]
   gateway links revoke ID [--json]
   gateway links top-up ID N [--reason R] [--json]
 
@@ -105,7 +105,7 @@ func (a *adminFlags) client(env func(string) string) (*client.Client, error) {
 
 // createFlags are the flags of links create.
 type createFlags struct {
-	downloads                                               *int
+	downloads, retries                                      *int
 	expiresIn, account, delivery, filename, bucket, idemKey *string
 	confirm, asJSON                                         *bool
 }
@@ -120,6 +120,7 @@ run again continues where the gateway stopped receiving. Prints the link URL.`
 func registerCreateFlags(fs *flag.FlagSet) createFlags {
 	return createFlags{
 		downloads: fs.Int("downloads", 0, "allow `N` downloads, at least 1 (required)"),
+		retries:   fs.Int("retries", 0, "let the client of an interrupted stream download fetch it again, whole, without spending a download, up to `N` times (0 to 10)"),
 		expiresIn: fs.String("expires-in", "", "lifetime, a Go `duration` (90m, 36h) or days (7d) (required)"),
 		account:   fs.String("account", "", "bind the link to this verified `account`"),
 		delivery:  fs.String("delivery", "stream", "`mode`: stream (the whole file per download) or session (resumable, Range-capable)"),
@@ -184,6 +185,14 @@ func (f createFlags) request(fs *flag.FlagSet, pos []string) (client.CreateLinkR
 	if *f.delivery != "stream" && *f.delivery != "session" {
 		return none, false, usagef(`links create: --delivery must be "stream" or "session", got %q`, *f.delivery)
 	}
+	if *f.retries < 0 || *f.retries > 10 {
+		return none, false, usagef("links create: --retries must be between 0 and 10, got %d", *f.retries)
+	}
+	if *f.retries > 0 && *f.delivery != "stream" {
+		// A session resumes within its budget; retries are of stream
+		// downloads (SPEC §1).
+		return none, false, usagef("links create: --retries applies to stream links; a session link resumes within its session")
+	}
 	if lifetime > 10*366*24*time.Hour {
 		return none, false, usagef("links create: --expires-in must be at most 10 years")
 	}
@@ -218,6 +227,7 @@ func (f createFlags) request(fs *flag.FlagSet, pos []string) (client.CreateLinkR
 		Filename:       *f.filename,
 		Delivery:       *f.delivery,
 		Confirm:        *f.confirm,
+		Retries:        *f.retries,
 		IdempotencyKey: *f.idemKey,
 	}, local, nil
 }

@@ -120,10 +120,14 @@ func linkState(l client.Link, now time.Time) string {
 }
 
 func (c *linksCommand) grants(ctx context.Context, args []string) error {
-	sc := c.main.subcommand("links grants", "Usage: gateway links grants ID [--limit N] [--all] [--json]\n\n"+
+	sc := c.main.subcommand("links grants", "Usage: gateway links grants ID [--delivery S] [--limit N] [--all] [--json]\n\n"+
 		"Lists the link's grants (its audit trail), newest first: a table on a terminal,\n"+
-		"otherwise one JSON object per line.")
+		"otherwise one JSON object per line. DELIVERY says what each grant's client\n"+
+		"acknowledged: complete, partial or none, with the bytes (or the share of a\n"+
+		"session's file), the attempts of a stream download retried, and ~ when the\n"+
+		"number is only what the gateway wrote.")
 	fs := sc.fs
+	delivery := fs.String("delivery", "", "only grants whose delivery is `S`: complete, partial or none")
 	page := registerPageFlags(fs, "grants")
 	pos, helped, err := sc.parse(args)
 	if helped {
@@ -136,14 +140,17 @@ func (c *linksCommand) grants(ctx context.Context, args []string) error {
 	if err := page.check("links grants"); err != nil {
 		return err
 	}
+	if *delivery != "" && !slices.Contains(deliveryStatuses, *delivery) {
+		return usagef("links grants: --delivery must be one of %s, got %q", strings.Join(deliveryStatuses, ", "), *delivery)
+	}
 	cl, err := sc.client()
 	if err != nil {
 		return err
 	}
-	out := newListPrinter(c.main.Stdout, *page.json || !c.main.listsTables(), "ID\tSTATUS\tKIND\tACCOUNT\tCLIENT\tCREATED")
-	cursor := *page.cursor
+	out := newListPrinter(c.main.Stdout, *page.json || !c.main.listsTables(), "ID\tSTATUS\tKIND\tDELIVERY\tACCOUNT\tCLIENT\tCREATED")
+	opts := client.GrantOptions{Cursor: *page.cursor, Limit: *page.limit, Delivery: *delivery}
 	for {
-		p, err := cl.Grants(ctx, id, cursor, *page.limit)
+		p, err := cl.Grants(ctx, id, opts)
 		if err != nil {
 			return err
 		}
@@ -152,17 +159,63 @@ func (c *linksCommand) grants(ctx context.Context, args []string) error {
 			if account == "" {
 				account = "-"
 			}
-			out.row(g.Raw, g.ID, g.Status, g.Kind, account, g.Client, g.CreatedAt.UTC().Format(time.RFC3339))
+			out.row(g.Raw, g.ID, g.Status, g.Kind, deliveryCell(g), account, g.Client, g.CreatedAt.UTC().Format(time.RFC3339))
 		}
-		if cursor = p.NextCursor; cursor == "" {
+		if opts.Cursor = p.NextCursor; opts.Cursor == "" {
 			break
 		}
 		if !*page.all {
-			fmt.Fprintf(c.main.Stderr, "more grants: run again with --cursor %s, or with --all\n", cursor)
+			fmt.Fprintf(c.main.Stderr, "more grants: run again with --cursor %s, or with --all\n", opts.Cursor)
 			break
 		}
 	}
 	return out.done(c.main.Stderr, "no grants")
+}
+
+var deliveryStatuses = []string{"complete", "partial", "none"}
+
+// deliveryCell is a grant's delivery in the table: its status and, once
+// any byte was acknowledged, how much (bytes for a stream download, the
+// share of the file for a session's), the attempts when a stream
+// download was retried, and "~" before a number that is only what the
+// gateway wrote (HTTP/2, no TCP counters).
+func deliveryCell(g client.Grant) string {
+	d := g.Delivery
+	if d.Status == "" {
+		return "-"
+	}
+	cell := d.Status
+	if d.BytesAcked > 0 && d.Status != "complete" {
+		mark := ""
+		if !d.Measured {
+			mark = "~"
+		}
+		if g.Kind == "session" {
+			cell += fmt.Sprintf(" %s%.0f%%", mark, 100*d.Coverage)
+		} else {
+			cell += fmt.Sprintf(" %s%s", mark, byteCount(d.BytesAcked))
+		}
+	} else if d.Status == "complete" && !d.Measured {
+		cell += " ~"
+	}
+	if d.Attempts > 1 {
+		cell += fmt.Sprintf(" (%d attempts)", d.Attempts)
+	}
+	return cell
+}
+
+// byteCount writes n in bytes, KiB, MiB or GiB, as a person reads a size.
+func byteCount(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 2; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMG"[exp])
 }
 
 // listPrinter prints rows as a table, or each row's JSON as received, one

@@ -138,8 +138,9 @@ func TestLinksListEmpty(t *testing.T) {
 }
 
 const grantsAnswer = `{"grants":[` +
-	`{"id":"g-2","kind":"session","status":"refunded","account_id":"alice","session_id":"s-1","client":"203.0.113.9 curl/8.5","created_at":"2030-01-02T03:04:05.123456Z","refunded_at":"2030-01-02T03:05:00Z"},` +
-	`{"id":"g-1","kind":"stream","status":"granted","account_id":null,"session_id":null,"client":"","created_at":"2030-01-01T00:00:00Z","refunded_at":null}` +
+	`{"id":"g-2","kind":"session","status":"refunded","account_id":"alice","session_id":"s-1","client":"203.0.113.9 curl/8.5","created_at":"2030-01-02T03:04:05.123456Z","refunded_at":"2030-01-02T03:05:00Z","delivery":{"status":"partial","bytes_acked":600,"coverage":0.6,"attempts":1,"delivered_at":null,"interrupted_at":"2030-01-02T03:05:00Z","measured":true}},` +
+	`{"id":"g-1","kind":"stream","status":"granted","account_id":null,"session_id":null,"client":"","created_at":"2030-01-01T00:00:00Z","refunded_at":null,"delivery":{"status":"complete","bytes_acked":3145728,"coverage":1,"attempts":2,"delivered_at":"2030-01-01T00:01:00Z","interrupted_at":"2030-01-01T00:00:30Z","measured":true}},` +
+	`{"id":"g-3","kind":"stream","status":"granted","account_id":null,"session_id":null,"client":"","created_at":"2029-12-31T00:00:00Z","refunded_at":null,"delivery":{"status":"partial","bytes_acked":1572864,"coverage":0.5,"attempts":1,"delivered_at":null,"interrupted_at":"2029-12-31T00:00:30Z","measured":false}}` +
 	`],"next_cursor":"more"}`
 
 func TestLinksGrants(t *testing.T) {
@@ -153,13 +154,20 @@ func TestLinksGrants(t *testing.T) {
 		wantStderr string
 	}{
 		{"JSONLines", []string{testLinkID}, false, []string{"/v1/links/" + testLinkID + "/grants"},
-			`{"id":"g-2","kind":"session","status":"refunded","account_id":"alice","session_id":"s-1","client":"203.0.113.9 curl/8.5","created_at":"2030-01-02T03:04:05.123456Z","refunded_at":"2030-01-02T03:05:00Z"}` + "\n" +
-				`{"id":"g-1","kind":"stream","status":"granted","account_id":null,"session_id":null,"client":"","created_at":"2030-01-01T00:00:00Z","refunded_at":null}` + "\n",
+			`{"id":"g-2","kind":"session","status":"refunded","account_id":"alice","session_id":"s-1","client":"203.0.113.9 curl/8.5","created_at":"2030-01-02T03:04:05.123456Z","refunded_at":"2030-01-02T03:05:00Z","delivery":{"status":"partial","bytes_acked":600,"coverage":0.6,"attempts":1,"delivered_at":null,"interrupted_at":"2030-01-02T03:05:00Z","measured":true}}` + "\n" +
+				`{"id":"g-1","kind":"stream","status":"granted","account_id":null,"session_id":null,"client":"","created_at":"2030-01-01T00:00:00Z","refunded_at":null,"delivery":{"status":"complete","bytes_acked":3145728,"coverage":1,"attempts":2,"delivered_at":"2030-01-01T00:01:00Z","interrupted_at":"2030-01-01T00:00:30Z","measured":true}}` + "\n" +
+				`{"id":"g-3","kind":"stream","status":"granted","account_id":null,"session_id":null,"client":"","created_at":"2029-12-31T00:00:00Z","refunded_at":null,"delivery":{"status":"partial","bytes_acked":1572864,"coverage":0.5,"attempts":1,"delivered_at":null,"interrupted_at":"2029-12-31T00:00:30Z","measured":false}}` + "\n",
 			"more grants: run again with --cursor more, or with --all\n"},
 		{"Table", []string{testLinkID, "--limit", "2"}, true, []string{"/v1/links/" + testLinkID + "/grants?limit=2"},
-			"ID   STATUS    KIND     ACCOUNT  CLIENT                CREATED\n" +
-				"g-2  refunded  session  alice    203.0.113.9 curl/8.5  2030-01-02T03:04:05Z\n" +
-				"g-1  granted   stream   -        -                     2030-01-01T00:00:00Z\n",
+			"ID   STATUS    KIND     DELIVERY               ACCOUNT  CLIENT                CREATED\n" +
+				"g-2  refunded  session  partial 60%            alice    203.0.113.9 curl/8.5  2030-01-02T03:04:05Z\n" +
+				"g-1  granted   stream   complete (2 attempts)  -        -                     2030-01-01T00:00:00Z\n" +
+				"g-3  granted   stream   partial ~1.5 MiB       -        -                     2029-12-31T00:00:00Z\n",
+			"more grants: run again with --cursor more, or with --all\n"},
+		{"DeliveryFilter", []string{testLinkID, "--delivery", "partial", "--json"}, true, []string{"/v1/links/" + testLinkID + "/grants?delivery=partial"},
+			`{"id":"g-2","kind":"session","status":"refunded","account_id":"alice","session_id":"s-1","client":"203.0.113.9 curl/8.5","created_at":"2030-01-02T03:04:05.123456Z","refunded_at":"2030-01-02T03:05:00Z","delivery":{"status":"partial","bytes_acked":600,"coverage":0.6,"attempts":1,"delivered_at":null,"interrupted_at":"2030-01-02T03:05:00Z","measured":true}}` + "\n" +
+				`{"id":"g-1","kind":"stream","status":"granted","account_id":null,"session_id":null,"client":"","created_at":"2030-01-01T00:00:00Z","refunded_at":null,"delivery":{"status":"complete","bytes_acked":3145728,"coverage":1,"attempts":2,"delivered_at":"2030-01-01T00:01:00Z","interrupted_at":"2030-01-01T00:00:30Z","measured":true}}` + "\n" +
+				`{"id":"g-3","kind":"stream","status":"granted","account_id":null,"session_id":null,"client":"","created_at":"2029-12-31T00:00:00Z","refunded_at":null,"delivery":{"status":"partial","bytes_acked":1572864,"coverage":0.5,"attempts":1,"delivered_at":null,"interrupted_at":"2029-12-31T00:00:30Z","measured":false}}` + "\n",
 			"more grants: run again with --cursor more, or with --all\n"},
 	}
 	for _, tt := range tests {
@@ -201,8 +209,8 @@ func TestLinksGrantsAllFollowsTheCursor(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if n := strings.Count(r.stdout, "\n"); n != 3 || !strings.Contains(r.stdout, `"id":"g-0"`) {
-		t.Errorf("stdout = %q, want 3 grants over two pages", r.stdout)
+	if n := strings.Count(r.stdout, "\n"); n != 4 || !strings.Contains(r.stdout, `"id":"g-0"`) {
+		t.Errorf("stdout = %q, want 4 grants over two pages", r.stdout)
 	}
 	if reqs := f.requests(); len(reqs) != 2 || reqs[1].URI != "/v1/links/"+testLinkID+"/grants?cursor=more" {
 		t.Errorf("requests = %+v", reqs)
@@ -231,6 +239,8 @@ func TestLinksListAndGrantsErrors(t *testing.T) {
 		{"GrantsNotAUUID", []string{"grants", "abc"}, 0, "", 2, `gateway: links grants: invalid link id "abc": want a UUID`, 0},
 		{"GrantsBadLimit", []string{"grants", testLinkID, "--limit", "-1"}, 0, "", 2, "gateway: links grants: --limit must be between 1 and 500, got -1", 0},
 		{"GrantsNotFound", []string{"grants", testLinkID}, 404, "", 1, "gateway: admin API: 404 Not Found", 1},
+		{"GrantsUnknownDelivery", []string{"grants", testLinkID, "--delivery", "done"}, 0, "", 2,
+			`gateway: links grants: --delivery must be one of complete, partial, none, got "done"`, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -164,6 +164,11 @@ func TestLinksCreate(t *testing.T) {
 				`"account_id":"acct-1","filename":"Q1 report.pdf","delivery":"session","confirm":true}`)},
 		},
 		{
+			name: "Retries",
+			args: []string{"film.mkv", "--downloads", "1", "--expires-in", "24h", "--retries", "2"},
+			want: []seen{createdAs(`{"object":{"key":"film.mkv"},"downloads":1,"expires_in":86400,"delivery":"stream","retries":2}`)},
+		},
+		{
 			name: "IdempotencyKey",
 			args: []string{"k", "--downloads", "1", "--expires-in", "1500ms", "--idempotency-key", "order-77"},
 			want: []seen{{Method: "POST", URI: "/v1/links", Auth: bearer, ContentType: "application/json", IdempotencyKey: "order-77",
@@ -334,6 +339,9 @@ func TestLinksCreateErrors(t *testing.T) {
 		{"TwoArguments", append([]string{"a", "b"}, valid...), nil, nil, 2, "gateway: links create: want one FILE_OR_KEY argument, got 2", 0},
 		{"BadDelivery", append([]string{"k", "--delivery", "fast"}, valid...), nil, nil, 2, `gateway: links create: --delivery must be "stream" or "session", got "fast"`, 0},
 		{"UnknownFlag", append([]string{"k", "--downloads-max", "3"}, valid...), nil, nil, 2, "gateway: links create: unknown flag --downloads-max", 0},
+		{"TooManyRetries", append([]string{"k", "--retries", "11"}, valid...), nil, nil, 2, "gateway: links create: --retries must be between 0 and 10, got 11", 0},
+		{"NegativeRetries", append([]string{"k", "--retries=-1"}, valid...), nil, nil, 2, "gateway: links create: --retries must be between 0 and 10, got -1", 0},
+		{"RetriesOfASession", append([]string{"k", "--retries", "1", "--delivery", "session"}, valid...), nil, nil, 2, "gateway: links create: --retries applies to stream links", 0},
 		{"BucketWithUpload", append([]string{hello, "--bucket", "b"}, valid...), nil, nil, 2, "gateway: links create: --bucket applies to existing object keys", 0},
 		{"MissingLocalFile", append([]string{"./no-such-file.iso"}, valid...), nil, nil, 1, "gateway: links create: ./no-such-file.iso: no such file", 0},
 		{"MissingAbsoluteFile", append([]string{dir + "/gone.bin"}, valid...), nil, nil, 1, "gateway: links create: " + dir + "/gone.bin: no such file", 0},

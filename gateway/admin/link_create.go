@@ -32,6 +32,9 @@ type createLinkRequest struct {
 	Delivery  string          `json:"delivery"`
 	Confirm   bool            `json:"confirm"`
 	Session   *sessionRequest `json:"session"`
+	// Retries is how many times the client of an interrupted stream
+	// download may fetch it again under the same grant (SPEC §1).
+	Retries int `json:"retries"`
 }
 
 type sessionRequest struct {
@@ -42,23 +45,27 @@ type sessionRequest struct {
 
 // linkBody is a link as the admin API shows it.
 type linkBody struct {
-	ID             string          `json:"id"`
-	URL            string          `json:"url"`
-	NamedURL       string          `json:"named_url"`
-	Token          string          `json:"token"`
-	Downloads      int             `json:"downloads"`
-	Remaining      int             `json:"remaining"`
-	ExpiresAt      string          `json:"expires_at"`
-	RevokedAt      *string         `json:"revoked_at"`
-	CreatedAt      string          `json:"created_at"`
-	Delivery       string          `json:"delivery"`
-	Confirm        bool            `json:"confirm"`
-	AccountID      *string         `json:"account_id"`
-	Filename       string          `json:"filename"`
-	Object         httpx.Object    `json:"object"`
-	Session        sessionRequest  `json:"session"`
-	Grants         *map[string]int `json:"grants,omitempty"`
-	ActiveSessions *int            `json:"active_sessions,omitempty"`
+	ID        string          `json:"id"`
+	URL       string          `json:"url"`
+	NamedURL  string          `json:"named_url"`
+	Token     string          `json:"token"`
+	Downloads int             `json:"downloads"`
+	Remaining int             `json:"remaining"`
+	ExpiresAt string          `json:"expires_at"`
+	RevokedAt *string         `json:"revoked_at"`
+	CreatedAt string          `json:"created_at"`
+	Delivery  string          `json:"delivery"`
+	Confirm   bool            `json:"confirm"`
+	Retries   int             `json:"retries"`
+	AccountID *string         `json:"account_id"`
+	Filename  string          `json:"filename"`
+	Object    httpx.Object    `json:"object"`
+	Session   sessionRequest  `json:"session"`
+	Grants    *map[string]int `json:"grants,omitempty"`
+	// Deliveries counts the grants by delivery status (SPEC §1): none,
+	// partial, complete.
+	Deliveries     *map[ledger.DeliveryStatus]int `json:"deliveries,omitempty"`
+	ActiveSessions *int                           `json:"active_sessions,omitempty"`
 }
 
 func (h *Handler) linkBody(l *ledger.Link) linkBody {
@@ -68,8 +75,8 @@ func (h *Handler) linkBody(l *ledger.Link) linkBody {
 	b := linkBody{
 		ID: l.ID, URL: h.PublicURL + "/d/" + tok, NamedURL: h.PublicURL + "/d/" + tok + "/" + httpx.URLName(l.Filename, l.Object.Key), Token: tok, Downloads: l.Allowance, Remaining: l.Remaining,
 		ExpiresAt: httpx.RFC3339(l.ExpiresAt), CreatedAt: httpx.RFC3339(l.CreatedAt), Delivery: l.Delivery, Confirm: l.Confirm,
-		Filename: l.Filename,
-		Object:   httpx.ObjectOf(l.Object),
+		Retries: l.Retries, Filename: l.Filename,
+		Object: httpx.ObjectOf(l.Object),
 	}
 	if l.AccountID != "" {
 		b.AccountID = &l.AccountID
@@ -137,7 +144,7 @@ func (h *Handler) CreateLink(w http.ResponseWriter, r *http.Request) {
 		ID: id, TokenHash: token.Hash(h.Keys.Derive(token.Link, id)),
 		Object:   v,
 		Filename: httpx.CleanFilename(filename), AccountID: req.AccountID, Allowance: req.Downloads, Remaining: req.Downloads,
-		ExpiresAt: expires, Delivery: req.Delivery, Confirm: req.Confirm, IdempotencyKey: key,
+		ExpiresAt: expires, Delivery: req.Delivery, Confirm: req.Confirm, Retries: req.Retries, IdempotencyKey: key,
 	}
 	if req.Session != nil {
 		l.Session = ledger.SessionSettings{TTL: time.Duration(req.Session.TTL) * time.Second,
@@ -184,6 +191,12 @@ func (req *createLinkRequest) validate(now time.Time) string {
 		return "expires_at must be at most 9999-12-31T23:59:59Z."
 	case req.Delivery != "" && req.Delivery != ledger.DeliveryStream && req.Delivery != ledger.DeliverySession:
 		return `delivery must be "stream" or "session".`
+	case req.Retries < 0 || req.Retries > ledger.MaxRetries:
+		return fmt.Sprintf("retries must be between 0 and %d.", ledger.MaxRetries)
+	case req.Retries > 0 && req.Delivery == ledger.DeliverySession:
+		// A session's client resumes within its budget; retries serve
+		// an interrupted stream download again (SPEC §1).
+		return `retries applies to delivery "stream"; a session link's client resumes within its session.`
 	case len(req.AccountID) > 255 || strings.ContainsFunc(req.AccountID, func(r rune) bool { return r < 0x20 || r == 0x7f }):
 		return "account_id must be at most 255 bytes (of UTF-8, not characters) without control characters."
 	case utf8.RuneCountInString(req.Filename) > 1024:

@@ -100,7 +100,7 @@ func (h *Handler) ListLinks(w http.ResponseWriter, r *http.Request) {
 	for i := range page.Links {
 		st := &page.Links[i]
 		item := linkListItem{linkBody: h.linkBody(&st.Link)}
-		item.Grants, item.ActiveSessions = &st.Grants, &st.ActiveSessions
+		item.Grants, item.Deliveries, item.ActiveSessions = &st.Grants, &st.Deliveries, &st.ActiveSessions
 		out.Links = append(out.Links, item)
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
@@ -140,7 +140,7 @@ func (h *Handler) showLink(w http.ResponseWriter, r *http.Request, status int) {
 		return
 	}
 	b := h.linkBody(&st.Link)
-	b.Grants, b.ActiveSessions = &st.Grants, &st.ActiveSessions
+	b.Grants, b.Deliveries, b.ActiveSessions = &st.Grants, &st.Deliveries, &st.ActiveSessions
 	httpx.WriteJSON(w, status, b)
 }
 
@@ -191,9 +191,41 @@ type grantBody struct {
 	// AffinityReuses counts the requests sent to the grant's session
 	// instead of claiming again (SPEC §5); 0 for a stream grant.
 	AffinityReuses int64 `json:"affinity_reuses"`
+	// Delivery is what the grant's client acknowledged (SPEC §1).
+	Delivery deliveryBody `json:"delivery"`
 }
 
-// Grants serves GET /v1/links/{id}/grants: the link's grants, newest first, paginated.
+// deliveryBody is a grant's delivery evidence (SPEC §1, docs/api.md).
+type deliveryBody struct {
+	Status      ledger.DeliveryStatus `json:"status"`
+	BytesAcked  int64                 `json:"bytes_acked"`
+	Coverage    float64               `json:"coverage"`
+	Attempts    int                   `json:"attempts"`
+	DeliveredAt *string               `json:"delivered_at"`
+	// InterruptedAt is when a stream attempt last ended short, or when a
+	// session ended without full coverage.
+	InterruptedAt *string `json:"interrupted_at"`
+	// Measured is false when a number is only what the gateway wrote
+	// (HTTP/2, no TCP counters), an upper bound of what the client got.
+	Measured bool `json:"measured"`
+}
+
+func deliveryOf(d ledger.Delivery) deliveryBody {
+	return deliveryBody{Status: d.Status, BytesAcked: d.BytesAcked, Coverage: d.Coverage, Attempts: d.Attempts,
+		DeliveredAt: rfc3339OrNull(d.DeliveredAt), InterruptedAt: rfc3339OrNull(d.InterruptedAt), Measured: d.Measured}
+}
+
+func rfc3339OrNull(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := httpx.RFC3339(*t)
+	return &s
+}
+
+// Grants serves GET /v1/links/{id}/grants: the link's grants, newest
+// first, paginated, each with its delivery; ?delivery= keeps the grants
+// of one delivery status (SPEC §6).
 func (h *Handler) Grants(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	limit := 100
@@ -205,7 +237,16 @@ func (h *Handler) Grants(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	p, err := h.Admin.GrantList(r.Context(), ledger.GrantQuery{LinkID: mux.Vars(r)["id"], Cursor: q.Get("cursor"), Limit: limit})
+	var delivery ledger.DeliveryStatus
+	if v, present := q["delivery"]; present {
+		d, err := ledger.ParseDeliveryStatus(q.Get("delivery"))
+		if err != nil || len(v) > 1 {
+			problem.Write(w, r, problem.BadRequest, "delivery must be one of none, partial, complete, given once.")
+			return
+		}
+		delivery = d
+	}
+	p, err := h.Admin.GrantList(r.Context(), ledger.GrantQuery{LinkID: mux.Vars(r)["id"], Cursor: q.Get("cursor"), Limit: limit, Delivery: delivery})
 	if err != nil {
 		problem.Fail(h.Log, w, r, err, problem.NotFound)
 		return
@@ -215,16 +256,13 @@ func (h *Handler) Grants(w http.ResponseWriter, r *http.Request) {
 		NextCursor string      `json:"next_cursor,omitempty"`
 	}{Grants: []grantBody{}, NextCursor: p.Next}
 	for _, g := range p.Grants {
-		b := grantBody{ID: g.ID, Kind: g.Kind, Status: g.Status, Client: g.Client, CreatedAt: httpx.RFC3339(g.CreatedAt), AffinityReuses: g.AffinityReuses}
+		b := grantBody{ID: g.ID, Kind: g.Kind, Status: g.Status, Client: g.Client, CreatedAt: httpx.RFC3339(g.CreatedAt),
+			AffinityReuses: g.AffinityReuses, Delivery: deliveryOf(g.Delivery), RefundedAt: rfc3339OrNull(g.RefundedAt)}
 		if g.AccountID != "" {
 			b.AccountID = &g.AccountID
 		}
 		if g.SessionID != "" {
 			b.SessionID = &g.SessionID
-		}
-		if g.RefundedAt != nil {
-			t := httpx.RFC3339(*g.RefundedAt)
-			b.RefundedAt = &t
 		}
 		out.Grants = append(out.Grants, b)
 	}

@@ -8,6 +8,10 @@ import (
 	"time"
 )
 
+// What a response's connection carried of it, read from the socket's
+// counters at two moments only — the mark, once the status line and
+// headers left, and the end — never per slice.
+//
 // A session response is charged what its connection carried, not what
 // it wrote (README, "What the budget means in practice"). A write returns
 // once the bytes are in the socket's send queue; when the client goes
@@ -17,14 +21,20 @@ import (
 // not: a client may have read a segment whose acknowledgement never came
 // back. So a response is charged
 //
-//	min(written, transmitted since the response began)
+//	min(written, transmitted since the response's body began)
 //
-// where "transmitted" counts the status line and headers too (charged as
-// body bytes: never less than the client could have received). Until the
-// reset the kernel may still send what is queued, so nothing goes back
-// before it: a response written whole waits for its queue to leave (or for
-// the reset) before it counts as done; a cut one waits only when its peer
-// already sent its FIN, and the reset follows within a round trip.
+// Until the reset the kernel may still send what is queued, so nothing
+// goes back before it: a response written whole waits for its queue to be
+// acknowledged (or for the reset) before it counts as done; a cut one
+// waits only when its peer already sent its FIN, and the reset follows
+// within a round trip.
+//
+// Delivery evidence (SPEC §1) is the other half of the same counters:
+// the body bytes the client's TCP stack acknowledged, tcpi_bytes_acked
+// since the mark (carried.go maps them onto the object's ranges). That is
+// what the client's kernel received, not what reached its disk, and a
+// proxy in front of the gateway is the client here (docs/design.md, "What
+// 'acknowledged' proves").
 
 // connKey carries a request's connection in its context (ConnContext).
 type connKey struct{}
@@ -65,22 +75,32 @@ func rawConnOf(ctx context.Context) syscall.RawConn {
 type tcpStream struct {
 	written     int64 // acknowledged, plus still queued (unsent or unacknowledged)
 	transmitted int64 // acknowledged, plus sent and unacknowledged
+	acked       int64 // acknowledged by the peer's TCP (tcpi_bytes_acked)
 	reset       bool  // closed for good: nothing more will be sent
 	peerClosed  bool  // the peer sent its FIN; a reset usually follows
 }
 
-// streamMark is where a response began in its connection's stream.
+// streamMark is where a response's body began in its connection's
+// stream, and the socket to read the counters of until the response is
+// settled: a duplicate of the connection's descriptor, because net/http
+// closes a connection whose write failed (its chunkWriter does, on every
+// buffered write, over TLS always) before the response can ask what it
+// carried. The duplicate keeps the socket's counters readable, and holds
+// back the socket's own close by no more than settle waits.
 type streamMark struct {
-	rc    syscall.RawConn
+	sock  socket
 	start int64
 	ok    bool
 }
 
-// markStream records where the response to r about to be written begins.
-// On a kept-alive connection the earlier responses' queued bytes come
-// before it, so only this response's bytes count later. HTTP/2 streams
-// share their connection's queue, which another stream may keep from
-// ever emptying: they are charged all they write, as before.
+// markStream records where the body of the response to r begins: Serve
+// takes it once the status line and headers were flushed, so everything
+// the connection carries after the mark is the body's (and, over TLS, its
+// records' framing). On a kept-alive connection the earlier responses'
+// queued bytes come before it, so only this response's bytes count later.
+// HTTP/2 streams share their connection's queue, which another stream may
+// keep from ever emptying, and its counters cannot tell one stream's bytes
+// from another's: a stream is not marked, and counts what it wrote.
 func markStream(r *http.Request) streamMark {
 	if r.ProtoMajor != 1 {
 		return streamMark{}
@@ -89,11 +109,16 @@ func markStream(r *http.Request) streamMark {
 	if rc == nil {
 		return streamMark{}
 	}
-	st, err := readStream(rc)
-	if err != nil || st.reset {
+	sock, err := dupSocket(rc)
+	if err != nil {
 		return streamMark{}
 	}
-	return streamMark{rc: rc, start: st.written, ok: true}
+	st, err := readStream(sock)
+	if err != nil || st.reset {
+		sock.close()
+		return streamMark{}
+	}
+	return streamMark{sock: sock, start: st.written, ok: true}
 }
 
 // settleWait bounds how long a cut response waits for the reset that
@@ -101,31 +126,61 @@ func markStream(r *http.Request) streamMark {
 // on any ordinary path. Past it the response is charged all it wrote.
 const settleWait = time.Second
 
-// untransmitted waits until the fate of a finished response's bytes is
-// known and returns how many of its written body bytes never left this
-// host. It returns as soon as everything written was transmitted (0) or
-// the connection is reset (the rest). A response written whole waits
-// until the client's window took the socket's queue, at most until;
-// a cut one waits only for a peer that sent its FIN, at most settleWait.
-// Without counters (markStream found none) it returns 0.
-func (m streamMark) untransmitted(written int64, cut bool, until time.Time) int64 {
-	if !m.ok || written <= 0 {
-		return 0
+// carried is what a response's connection carried of the bytes it wrote
+// after its mark, as offsets from the mark in the connection's stream
+// (over TLS these count records, framing included).
+type carried struct {
+	// ok: the counters were read; without them nothing below is known.
+	ok bool
+	// written, transmitted, acked: what was handed to the socket, what
+	// left this host, what the peer's TCP acknowledged.
+	written, transmitted, acked int64
+	// all: nothing the socket was given is unacknowledged, so every byte
+	// the response handed to the socket reached the peer's kernel.
+	all bool
+	// reset: the connection was reset; what it never transmitted died in
+	// its queue.
+	reset bool
+}
+
+// settle waits until the fate of a finished response's bytes is known and
+// returns what the connection carried of them. A response written whole
+// (cut false) waits until the peer acknowledged everything queued (its
+// final acknowledgement, which a client's delayed ACK holds back at most
+// a few tens of milliseconds, and which its next request on a kept-alive
+// connection carries at once), until the connection is reset, or until
+// until. A cut one returns at once to a live peer (its queue still goes
+// out, unmeasured: evidence errs low) and waits only for a peer that sent
+// its FIN, at most settleWait, for the reset that tells what never left.
+// written is how many bytes the response wrote after its mark: nothing is
+// awaited for a response that wrote none. It lets go of the mark's socket.
+func (m streamMark) settle(written int64, cut bool, until time.Time) carried {
+	if !m.ok {
+		return carried{}
 	}
+	defer m.sock.close()
 	if cut {
 		until = time.Now().Add(settleWait)
 	}
-	for pause := time.Millisecond / 2; ; pause = min(2*pause, 50*time.Millisecond) {
-		st, err := readStream(m.rc)
+	// The first polls come quickly: on a kept-alive connection the last
+	// acknowledgement rides on the client's next request, which waits
+	// for this handler to return, so every microsecond of the pause is
+	// the next response's latency; later ones back off to 50 ms (a
+	// delayed ACK, a slow network).
+	for pause := 25 * time.Microsecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		st, err := readStream(m.sock)
+		if err != nil {
+			return carried{}
+		}
+		c := carried{ok: true, written: max(0, st.written-m.start), transmitted: max(0, st.transmitted-m.start),
+			acked: max(0, st.acked-m.start), all: st.acked == st.written, reset: st.reset}
 		switch {
-		case err != nil:
-			return 0
-		case st.reset:
-			return max(0, written-max(0, st.transmitted-m.start))
-		case st.written == st.transmitted, // nothing left unsent
+		case st.reset,
+			c.all, // nothing left unacknowledged
+			written <= 0,
 			cut && !st.peerClosed, // alive: its queue will still go out
 			time.Now().After(until):
-			return 0
+			return c
 		}
 		time.Sleep(pause)
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -85,17 +86,51 @@ func TestACutResponseGivesBackWhatNeverLeftTheHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	client.SetLinger(0) //nolint:errcheck // a reset, as from a killed client
+	rcvbuf := receiveBuffer(t, client)
 	client.Close()
 	start := time.Now()
-	back := m.untransmitted(written, true, time.Time{})
+	c := m.settle(written, true, time.Time{})
+	if !c.ok || !c.reset {
+		t.Fatalf("settle = %+v after the client reset, want the counters of a reset connection", c)
+	}
+	back := written - c.transmitted
 	charged := written - back
-	t.Logf("wrote %d, the client read %d and reset; %d never left the host (found in %v)", written, got, back, time.Since(start))
+	t.Logf("wrote %d, the client read %d and reset; %d never left the host, %d acknowledged (found in %v; receive buffer %d)",
+		written, got, back, c.acked, time.Since(start), rcvbuf)
 	if charged < int64(got) {
 		t.Errorf("charged %d bytes, less than the %d the client read", charged, got)
 	}
 	if back <= 0 {
 		t.Errorf("nothing given back of %d bytes written to a client that read %d and reset", written, got)
 	}
+	// What the client's kernel acknowledged: at least what it handed to
+	// the reader, at most that and what its receive buffer could hold.
+	if c.acked < int64(got) || c.acked > int64(got)+rcvbuf {
+		t.Errorf("acknowledged %d bytes, want between the %d the client read and that plus its %d-byte receive buffer", c.acked, got, rcvbuf)
+	}
+	if c.acked > c.transmitted {
+		t.Errorf("acknowledged %d bytes, more than the %d transmitted", c.acked, c.transmitted)
+	}
+}
+
+// receiveBuffer is c's SO_RCVBUF: what its kernel may hold unread (the
+// kernel doubles the hint for its own accounting; the data held is below
+// it).
+func receiveBuffer(t *testing.T, c *net.TCPConn) int64 {
+	t.Helper()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	var serr error
+	if err := rc.Control(func(fd uintptr) { n, serr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF) }); err != nil {
+		t.Fatal(err)
+	}
+	if serr != nil {
+		t.Fatal(serr)
+	}
+	return int64(n)
 }
 
 func TestBytesStillQueuedWhenThePeerResetsGoBack(t *testing.T) {
@@ -107,8 +142,13 @@ func TestBytesStillQueuedWhenThePeerResetsGoBack(t *testing.T) {
 	written := writeUntilBlocked(t, server)
 	done := make(chan int64, 1)
 	go func() {
-		// A whole response: it waits for its queue to leave.
-		done <- m.untransmitted(written, false, time.Now().Add(10*time.Second))
+		// A whole response: it waits for its queue to be acknowledged.
+		c := m.settle(written, false, time.Now().Add(10*time.Second))
+		back := int64(-1)
+		if c.reset {
+			back = written - c.transmitted
+		}
+		done <- back
 	}()
 	time.Sleep(50 * time.Millisecond)
 	client.SetLinger(0) //nolint:errcheck // a test
@@ -131,8 +171,18 @@ func TestAWholeResponseReadToItsEndGivesNothingBack(t *testing.T) {
 	if _, err := server.Write(make([]byte, n)); err != nil {
 		t.Fatal(err)
 	}
-	if back := m.untransmitted(n, false, time.Now().Add(10*time.Second)); back != 0 {
-		t.Errorf("gave back %d bytes of a response its client read whole", back)
+	c := m.settle(n, false, time.Now().Add(10*time.Second))
+	if runtime.GOOS != "linux" {
+		if c.ok {
+			t.Errorf("settle read TCP counters on %s", runtime.GOOS)
+		}
+		return
+	}
+	if c.reset || c.transmitted != n {
+		t.Errorf("settle = %+v for a response its client read whole, want all %d bytes transmitted", c, n)
+	}
+	if !c.all || c.acked != n {
+		t.Errorf("settle = %+v for a response its client read whole, want all %d bytes acknowledged", c, n)
 	}
 }
 
@@ -143,8 +193,8 @@ func TestALiveConnectionKeepsItsCharge(t *testing.T) {
 	m := markStream(r)
 	written := writeUntilBlocked(t, server)
 	start := time.Now()
-	if back := m.untransmitted(written, true, time.Time{}); back != 0 {
-		t.Errorf("gave back %d bytes queued for a live client", back)
+	if c := m.settle(written, true, time.Time{}); c.reset || c.acked >= written {
+		t.Errorf("settle = %+v for a live client that stopped reading %d bytes in, want no reset and the queue unacknowledged", c, written)
 	}
 	if d := time.Since(start); d > 100*time.Millisecond {
 		t.Errorf("a cut response to a live client waited %v before charging it", d)

@@ -11,7 +11,9 @@
 //	→ the copy (sendfile from a file, splice from an S3 connection, else a
 //	  pooled buffer), each slice taken from the meter, a whole file checked
 //	  against its SHA-256
-//	→ the end: what the connection carried (acked.go), told to the meter.
+//	→ the end: what the connection carried and what the client
+//	  acknowledged (acked.go, carried.go), told to the meter and the
+//	  access line.
 //
 // Nothing else writes an object's body.
 package deliver
@@ -103,10 +105,21 @@ type Result struct {
 	// Err is why the response ended before its last byte, nil when it
 	// was sent whole.
 	Err error
-	// Granted is what Take granted, Sent the body bytes written, Unsent
+	// Granted is what Take granted, Sent the object bytes written, Unsent
 	// those of them that never left this host (the connection was reset
 	// with them still queued: acked.go).
 	Granted, Sent, Unsent int64
+	// Acked counts the object bytes of the body the client's TCP stack
+	// acknowledged (SPEC §1, "Delivery evidence"; multipart framing
+	// excluded), read from the socket's counters at the end of the
+	// response, and Covered says which byte ranges of the object they are:
+	// the acknowledged prefix of the body mapped onto its ranges. Where
+	// the counters cannot tell (HTTP/2, whose streams share one
+	// connection; another platform) they are what was written, and
+	// Measured is false.
+	Acked    int64
+	Covered  sessions.Coverage
+	Measured bool
 }
 
 // Request is one response to send: the object, its meter, the URL's
@@ -190,15 +203,21 @@ func (p *Pipeline) send(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		// The whole version: checked against its digest (verify.go).
 		body = p.checkWhole(ctx, body, v, req.Attrs)
 	}
-	// Where this response begins in its connection's byte stream, to
-	// know what the connection carried of it (acked.go).
-	mark := markStream(r)
 	w.WriteHeader(status)
-	p.Metrics.Streaming.Inc()
-	defer p.Metrics.Streaming.Dec()
 	rc := http.NewResponseController(w)
 	defer clearWriteDeadline(rc)
+	// The status line and headers leave on their own, and the mark is
+	// taken after them: what the connection carries from there on is the
+	// body's (acked.go). A sendfile or splice copy flushes them first
+	// anyway; a buffered one loses only their sharing its first segment.
+	rc.Flush() //nolint:errcheck // a broken connection shows in the copy
+	mark := markStream(r)
+	p.Metrics.Streaming.Inc()
+	defer p.Metrics.Streaming.Dec()
 	res := Result{Status: status}
+	// written counts the body bytes handed to w: the object's and the
+	// multipart framing.
+	var written int64
 	for i, rg := range ranges {
 		if i > 0 {
 			if body, err = watch.openNext(p.Store, v, rg.Start, rg.Length); err != nil {
@@ -206,25 +225,38 @@ func (p *Pipeline) send(ctx context.Context, w http.ResponseWriter, r *http.Requ
 			}
 		}
 		if mp != nil {
-			if _, err = w.Write(mp.PartHeader(i)); err != nil {
+			var k int
+			k, err = w.Write(mp.PartHeader(i))
+			written += int64(k)
+			if err != nil {
 				body.Close()
 				break
 			}
 		}
+		sent := res.Sent
 		err = p.copyRange(ctx, w, rc, body, rg.Length, req.Meter, &res)
+		written += res.Sent - sent
 		body.Close()
 		if err != nil {
 			break
 		}
 	}
 	if err == nil && mp != nil {
-		_, err = w.Write(mp.Closing())
+		var k int
+		k, err = w.Write(mp.Closing())
+		written += int64(k)
+	}
+	if err == nil {
+		// The last bytes out of net/http's buffers, so that their
+		// acknowledgement can be awaited.
+		rc.Flush() //nolint:errcheck // the counters tell what left
 	}
 	// Written is not yet carried: the bytes still queued in the socket
 	// when the client resets the connection never reach it. A whole
-	// response waits for its queue to leave, as its last write would
-	// have with a smaller send buffer.
-	res.Unsent = mark.untransmitted(res.Sent, err != nil, time.Now().Add(p.WriteTimeout))
+	// response waits for its queue to be acknowledged, as its last write
+	// would have waited for the queue with a smaller send buffer.
+	c := mark.settle(written, err != nil, time.Now().Add(p.WriteTimeout))
+	bodyLayout{ranges: ranges, mp: mp}.settle(&res, written, c, r.TLS != nil, err != nil)
 	if err == nil && res.Unsent > 0 {
 		err = errResetWhileQueued
 	}
@@ -234,6 +266,11 @@ func (p *Pipeline) send(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		}
 	}
 	res.Err = err
+	var need int64
+	for _, rg := range ranges {
+		need += rg.Length
+	}
+	note(r, res, need)
 	req.Meter.End(r.Context(), res)
 }
 

@@ -36,6 +36,14 @@ type Info struct {
 	// "reused" when the request was sent to the client's existing
 	// session instead of claiming, "minted" when it claimed one.
 	Affinity string
+	// Delivery says how much of what a response of object bytes was to
+	// send its client acknowledged (SPEC §1): "complete", "partial" or
+	// "none"; "" for a response that sent no object bytes. BytesAcked
+	// counts those bytes; AckMeasured says they are the client's TCP
+	// acknowledgements, not only what was written.
+	Delivery    string
+	BytesAcked  int64
+	AckMeasured bool
 }
 
 type infoKey struct{}

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/dlgate/dlgate/auth"
 	"github.com/dlgate/dlgate/ledger"
@@ -37,15 +38,17 @@ func ValidAffinity(mode string) bool {
 // tells the gateway which of the link's sessions this client minted.
 const affinityCookie = "dlgate_client"
 
-// affinity is how a request on a session-delivery link URL finds its
-// client's session (SPEC §5).
+// affinity is who a request on a link URL is to the ledger (SPEC §5): how
+// a request on a session-delivery link URL finds its client's session,
+// and whose interrupted stream download a retry serves again (SPEC §1).
 type affinity struct {
 	on bool
 	// keys name the client to the ledger in order (cookie, then address
 	// and User-Agent); nil with on for the verified account.
 	keys []string
 	// cookie is the client id to set on the 303 of a session this request
-	// mints: the id its cookie already carried, or a fresh one.
+	// mints, or on the 200 of a stream download that may be retried: the
+	// id its cookie already carried, or a fresh one.
 	cookie string
 	// lookup are the keys that may already have a session: keys without a
 	// fresh cookie id, which cannot.
@@ -55,7 +58,18 @@ type affinity struct {
 // affinityOf says whether and as whom c's requests on l go to c's session
 // of it, under the gateway's GATEWAY_SESSION_AFFINITY.
 func (h *Handler) affinityOf(c *call, l *ledger.Link) affinity {
-	if l.Delivery != ledger.DeliverySession || h.Affinity == AffinityOff {
+	if l.Delivery != ledger.DeliverySession {
+		return affinity{}
+	}
+	return h.clientOf(c, l)
+}
+
+// clientOf says whether and as whom the ledger knows c on l, as SPEC §5
+// has it, under GATEWAY_SESSION_AFFINITY: for session affinity on a
+// session link, and for the retries of an interrupted stream download on
+// a stream link (SPEC §1), whose grants record the same keys.
+func (h *Handler) clientOf(c *call, l *ledger.Link) affinity {
+	if h.Affinity == AffinityOff {
 		return affinity{}
 	}
 	if l.AccountID != "" {
@@ -136,10 +150,12 @@ func addressKey(r *http.Request, c auth.Caller) string {
 	return "u:" + base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:16])
 }
 
-// setAffinityCookie sets the client id of a session the request just
-// minted, on the link's path, for the session's life (SPEC §5).
-func (h *Handler) setAffinityCookie(w http.ResponseWriter, c *call, id string, x *ledger.Session) {
-	maxAge := int(x.ExpiresAt.Sub(h.Now()).Seconds())
+// setClientCookie sets the client id of the request's client on the
+// link's path until expires: the session's end for the session a request
+// just minted (SPEC §5), the link's for the stream download of a link with
+// retries (SPEC §1), so that the same browser's next click is known.
+func (h *Handler) setClientCookie(w http.ResponseWriter, c *call, id string, expires time.Time) {
+	maxAge := int(expires.Sub(h.Now()).Seconds())
 	if maxAge < 1 {
 		return
 	}
@@ -147,7 +163,7 @@ func (h *Handler) setAffinityCookie(w http.ResponseWriter, c *call, id string, x
 		Name:     affinityCookie,
 		Value:    id,
 		Path:     "/d/" + c.token,
-		Expires:  x.ExpiresAt.UTC(),
+		Expires:  expires.UTC(),
 		MaxAge:   maxAge,
 		HttpOnly: true,
 		Secure:   c.secure,
@@ -170,4 +186,14 @@ func (h *Handler) noteAffinity(c *call, how string, x *ledger.Session) {
 	if err := h.Claims.SessionNoteAffinityReuse(c.ctx, x.ID); err != nil {
 		h.Log.WarnContext(c.ctx, "affinity reuse not recorded", "session_id", x.ID, "err", err)
 	}
+}
+
+// retrier is who c is for the retries of a stream download of l (SPEC
+// §1): as clientOf says on a link with retries; nobody on one without,
+// whose grants need no client keys.
+func (h *Handler) retrier(c *call, l *ledger.Link) affinity {
+	if l.Retries == 0 {
+		return affinity{}
+	}
+	return h.clientOf(c, l)
 }

@@ -104,8 +104,9 @@ func (h *Handler) link(w http.ResponseWriter, r *http.Request, c *call) error {
 // database's clock. The row cache saves that call only for a link this
 // process knows a GET does not claim at once: a session link mints
 // straight away (its mint is the claim), a landing page reads the row it
-// shows. A conditional request is decided before anything is claimed
-// (SPEC §3 "Conditional requests").
+// shows, a stream link with retries asks for a retry first. A
+// conditional request is decided before anything is claimed (SPEC §3
+// "Conditional requests").
 func (h *Handler) claimLink(w http.ResponseWriter, r *http.Request, c *call) error {
 	if c.ctx.Err() != nil {
 		return nil // the client left before we spent anything
@@ -115,13 +116,23 @@ func (h *Handler) claimLink(w http.ResponseWriter, r *http.Request, c *call) err
 			return err
 		}
 	}
-	if l, cached := h.links.peek(c.hash); cached && !l.ClaimsAtOnce(c.confirmed) {
+	if l, cached := h.links.peek(c.hash); cached && !l.ClaimsAtOnce(c.confirmed, false) {
 		if err := admit(c, l); err != nil {
 			return err
 		}
 		return h.unclaimed(w, r, c, l, true)
 	}
-	o, err := h.Claims.LinkClaim(c.ctx, c.hash, ledger.ClaimRequest{AccountID: c.caller.Account, Kind: ledger.KindStream, Client: c.client}, c.confirmed)
+	return h.claimByToken(w, r, c, false)
+}
+
+// claimByToken claims the link of c's token (LinkClaim) and answers what
+// the claim decided: the stream of a grant, the generic 404 of a refusal,
+// or, for a link a GET does not claim at once, what unclaimed answers.
+// retriesChecked says a retry was asked for and there was none
+// (ClaimRequest.RetriesChecked).
+func (h *Handler) claimByToken(w http.ResponseWriter, r *http.Request, c *call, retriesChecked bool) error {
+	o, err := h.Claims.LinkClaim(c.ctx, c.hash, ledger.ClaimRequest{AccountID: c.caller.Account, Kind: ledger.KindStream, Client: c.client,
+		RetriesChecked: retriesChecked}, c.confirmed)
 	if o.Link == nil {
 		return err
 	}
@@ -136,7 +147,7 @@ func (h *Handler) claimLink(w http.ResponseWriter, r *http.Request, c *call) err
 		return about(err, attrs...)
 	case o.Grant != nil:
 		h.Metrics.Claims.WithLabelValues(ledger.KindStream, "granted").Inc()
-		h.stream(w, r, o.Link, o.Grant)
+		h.stream(w, r, c, o.Link, o.Grant, 1, h.retrier(c, o.Link))
 		return nil
 	case admit(c, o.Link) != nil:
 		// An anonymous caller of an account-bound link: 401 (SPEC §3
@@ -147,6 +158,30 @@ func (h *Handler) claimLink(w http.ResponseWriter, r *http.Request, c *call) err
 		return about(ledger.Refused(o.Refusal), attrs...)
 	}
 	return h.unclaimed(w, r, c, o.Link, false)
+}
+
+// retry answers a GET or POST of a stream link with retries (SPEC §1,
+// "Retries of an interrupted download"): the client of an interrupted
+// download of the link (SPEC §5's identity, clientOf) is served the whole
+// object again under that grant, without a claim, while the link lives
+// and retries are left; GrantRetryBegin decides, by one conditional
+// UPDATE, so of two concurrent retries of one grant one is served. Anyone
+// else, and the loser of such a race, claims as usual, the retry asked.
+func (h *Handler) retry(w http.ResponseWriter, r *http.Request, c *call, l *ledger.Link) error {
+	who := h.clientOf(c, l)
+	if who.on {
+		g, err := h.Deliveries.GrantRetryBegin(c.ctx, ledger.RetryRequest{LinkID: l.ID, AccountID: c.caller.Account, ClientKeys: who.lookup,
+			Lease: h.RetryLease})
+		switch {
+		case err == nil:
+			h.Log.InfoContext(c.ctx, "interrupted download served again", "link_id", l.ID, "grant_id", g.ID, "attempt", g.Delivery.Attempts)
+			h.stream(w, r, c, l, g, g.Delivery.Attempts, who)
+			return nil
+		case !errors.Is(err, ledger.ErrNotFound):
+			return about(err, "link_id", l.ID)
+		}
+	}
+	return h.claimByToken(w, r, c, true)
 }
 
 // preconditions decides a conditional GET or POST of a link URL before
@@ -174,8 +209,10 @@ func (h *Handler) preconditions(w http.ResponseWriter, r *http.Request, c *call)
 
 // unclaimed answers a GET or POST of a link that a GET does not claim at
 // once: a confirm link's GET shows its landing page (from a fresh row
-// when l came from the cache), anything else is a session link and mints,
-// sending the client to its session when it has one (SPEC §5).
+// when l came from the cache), a session link mints, sending the client
+// to its session when it has one (SPEC §5), and a stream link with
+// retries serves the client's interrupted download again or claims
+// (retry).
 func (h *Handler) unclaimed(w http.ResponseWriter, r *http.Request, c *call, l *ledger.Link, cached bool) error {
 	if !c.confirmed && l.Confirm {
 		var err error
@@ -189,6 +226,9 @@ func (h *Handler) unclaimed(w http.ResponseWriter, r *http.Request, c *call, l *
 		}
 		pages.WriteLanding(w, r, pages.Landing{File: h.pageFile(l.Filename, l.Object, l.ExpiresAt)})
 		return nil
+	}
+	if l.Delivery == ledger.DeliveryStream {
+		return h.retry(w, r, c, l)
 	}
 	return h.mint(w, c, l, mintOptions{redirect: true, affinity: h.affinityOf(c, l)})
 }

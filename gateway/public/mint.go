@@ -116,7 +116,7 @@ func (h *Handler) mint(w http.ResponseWriter, c *call, l *ledger.Link, o mintOpt
 		if o.affinity.on {
 			h.noteAffinity(c, "minted", x)
 			if o.affinity.cookie != "" {
-				h.setAffinityCookie(w, c, o.affinity.cookie, x)
+				h.setClientCookie(w, c, o.affinity.cookie, x.ExpiresAt)
 			}
 		}
 	case o.affinity.on:

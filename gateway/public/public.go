@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/dlgate/dlgate/auth"
@@ -32,14 +33,17 @@ type PreviewDetector interface {
 // Config is what the public routes need; every field is required (the
 // gateway applies its Options' defaults once, in gateway.New).
 type Config struct {
-	Claims   ledger.Claims
-	Warm     *warm.Sessions
-	Pipeline *deliver.Pipeline
-	Keys     *token.Keys
-	Auth     auth.Authenticator
-	Previews PreviewDetector
-	Log      *slog.Logger
-	Metrics  *metrics.Metrics
+	Claims ledger.Claims
+	// Deliveries records what stream downloads delivered and serves the
+	// retries of interrupted ones (SPEC §1).
+	Deliveries ledger.Deliveries
+	Warm       *warm.Sessions
+	Pipeline   *deliver.Pipeline
+	Keys       *token.Keys
+	Auth       auth.Authenticator
+	Previews   PreviewDetector
+	Log        *slog.Logger
+	Metrics    *metrics.Metrics
 	// PublicURL is the base of session URLs, without a trailing slash.
 	PublicURL string
 	// Defaults are the gateway-wide session defaults (SPEC §4).
@@ -54,7 +58,10 @@ type Config struct {
 	// refusals is held before it is sent (refusals.go); negative sends
 	// it at once.
 	RefusalHold time.Duration
-	Now         func() time.Time
+	// RetryLease is how long a retry's attempt stays in flight without a
+	// renewal; the stream renews it every third of it (stream.go).
+	RetryLease time.Duration
+	Now        func() time.Time
 }
 
 // Handler serves the public routes.
@@ -62,6 +69,9 @@ type Handler struct {
 	Config
 	links    linkCache
 	refusals *refusalGuard
+	// records are the delivery records of ended stream responses still
+	// being written (stream.go).
+	records sync.WaitGroup
 }
 
 // New returns the public routes' handler.

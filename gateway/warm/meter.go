@@ -61,7 +61,7 @@ func (m *meter) Begin(ctx context.Context, need int64) (context.Context, error) 
 	}()
 	if m.left > 0 {
 		if err := m.ensure(rctx); err != nil {
-			m.end(false)
+			m.end(false, carried{})
 			cancel(nil)
 			return nil, err
 		}
@@ -105,7 +105,8 @@ func (m *meter) Take(ctx context.Context, n int64) (int64, error) {
 
 // End gives back what was drawn and not sent or not carried, and the
 // slot: after a complete response the slot and the rest stay warm for the
-// session's next request (warm.end).
+// session's next request (warm.end). The ranges its client acknowledged
+// join the session's evidence, reported with the budget returns.
 func (m *meter) End(ctx context.Context, res deliver.Result) {
 	if m.lease == nil {
 		return // Begin failed, or the store could not be opened: nothing held
@@ -113,7 +114,7 @@ func (m *meter) End(ctx context.Context, res deliver.Result) {
 	defer m.cancel(nil)
 	m.have += res.Granted - res.Sent + res.Unsent
 	complete := res.Err == nil && res.Status != 0
-	m.end(complete)
+	m.end(complete, carried{covered: res.Covered, measured: res.Measured})
 	log := m.w.Log
 	switch {
 	case res.Status == 0:
@@ -121,14 +122,14 @@ func (m *meter) End(ctx context.Context, res deliver.Result) {
 		// The response ends here, short of its Content-Length: the
 		// client sees a truncated body and can resume within the session.
 		log.LogAttrs(ctx, slog.LevelInfo, "session response ended early", slog.Group("", m.attrs...),
-			slog.Int64("bytes", res.Sent-res.Unsent), slog.Int64("untransmitted", res.Unsent), slog.Any("err", res.Err))
+			slog.Int64("bytes", res.Sent-res.Unsent), slog.Int64("untransmitted", res.Unsent), slog.Int64("bytes_acked", res.Acked), slog.Any("err", res.Err))
 	default:
 		log.LogAttrs(ctx, slog.LevelInfo, "session bytes sent", slog.Group("", m.attrs...),
-			slog.Int64("bytes", res.Sent), slog.Int("status", res.Status))
+			slog.Int64("bytes", res.Sent), slog.Int64("bytes_acked", res.Acked), slog.Int("status", res.Status))
 	}
 }
 
-func (m *meter) end(complete bool) {
-	m.w.end(m.x.ID, m.lease, m.have, complete)
+func (m *meter) end(complete bool, acked carried) {
+	m.w.end(m.x.ID, m.lease, m.have, complete, acked)
 	m.lease = nil
 }

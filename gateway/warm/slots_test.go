@@ -88,7 +88,7 @@ func TestASlotLeftIdleOnOneProcessServesTheNextRequestOnAnother(t *testing.T) {
 					errs <- err
 					return
 				}
-				w.end(x.ID, l, 0, true)
+				w.end(x.ID, l, 0, true, carried{})
 			}
 		}()
 	}
@@ -134,7 +134,7 @@ func TestAFullCapRefusesAfterTheWaitAndAFreedSlotIsTakenAtOnce(t *testing.T) {
 	go func() {
 		l, _, err := w.begin(ctx, x, 1)
 		if err == nil {
-			w.end(x.ID, l, 0, true)
+			w.end(x.ID, l, 0, true, carried{})
 		}
 		got <- err
 	}()
@@ -146,7 +146,7 @@ func TestAFullCapRefusesAfterTheWaitAndAFreedSlotIsTakenAtOnce(t *testing.T) {
 	book.mu.Lock()
 	before := book.acquires
 	book.mu.Unlock()
-	w.end(x.ID, held[0], 0, true) // kept idle for the next request here
+	w.end(x.ID, held[0], 0, true, carried{}) // kept idle for the next request here
 	if err := <-got; err != nil {
 		t.Fatalf("the waiting request: %v", err)
 	}
@@ -158,7 +158,7 @@ func TestAFullCapRefusesAfterTheWaitAndAFreedSlotIsTakenAtOnce(t *testing.T) {
 	if after > before+1 || book.held() != limit {
 		t.Errorf("acquires %d → %d, %d held: the waiter should take the idle slot of its process", before, after, book.held())
 	}
-	w.end(x.ID, held[1], 0, true)
+	w.end(x.ID, held[1], 0, true, carried{})
 	w.forget(func(*entry) bool { return true })
 }
 
@@ -183,7 +183,7 @@ func TestBudgetWaitersDoNotWakeEachOther(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			w.takeBudget(ctx, x.ID)
-			w.end(x.ID, l, 0, false)
+			w.end(x.ID, l, 0, false, carried{})
 		}()
 	}
 	e := func() *entry { w.mu.Lock(); defer w.mu.Unlock(); return w.byID[x.ID] }()
@@ -197,7 +197,7 @@ func TestBudgetWaitersDoNotWakeEachOther(t *testing.T) {
 	}
 	cancel()
 	wg.Wait()
-	w.end(x.ID, holder, 0, false)
+	w.end(x.ID, holder, 0, false, carried{})
 }
 
 func waitFor(t *testing.T, cond func() bool) {

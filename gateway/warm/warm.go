@@ -9,7 +9,13 @@
 //   - the byte budget it drew but did not send, at most Keep, so a
 //     crash loses no more than the one chunk it always could.
 //
-// Then it returns the budget. A finished request's concurrency slot stays
+// Then it returns the budget. What the session's clients acknowledged
+// (delivery evidence, SPEC §1) is gathered here beside the budget and
+// reported with its returns (Reporter), at most about once every
+// ReportEvery while requests run and when the session goes idle: never
+// per range, and a crash loses at most that much evidence.
+//
+// A finished request's concurrency slot stays
 // for SlotIdle only (still leased in the database, so the cap stays exact
 // across processes): a slot kept idle here is one no other process can
 // take, so a request that finds the session's slots all held waits up to
@@ -47,13 +53,26 @@ const (
 	DefaultSlotWait = 250 * time.Millisecond
 )
 
+// Reporter takes what a process gathered of a session since its last
+// report: the budget it drew and gives back, and the ranges its clients
+// acknowledged (ledger.Deliveries' SessionDeliveryRecord, which gives the
+// budget back as BudgetReturn does and merges the ranges).
+type Reporter interface {
+	SessionDeliveryRecord(ctx context.Context, d ledger.SessionDelivery) error
+}
+
+// DefaultReportEvery is how often at most a process reports a session's
+// acknowledged ranges while its requests run.
+const DefaultReportEvery = time.Second
+
 // Config is what warm sessions need: the parts of the ledger they call
 // and their knobs, all required. They know nothing else of the gateway.
 type Config struct {
-	Rows   ledger.Sessions
-	Budget ledger.Budget
-	Slots  ledger.Slots
-	Log    *slog.Logger
+	Rows    ledger.Sessions
+	Budget  ledger.Budget
+	Slots   ledger.Slots
+	Reports Reporter
+	Log     *slog.Logger
 	// Now is the server's clock, for a row read without the database's
 	// (ReadAt zero).
 	Now func() time.Time
@@ -70,6 +89,10 @@ type Config struct {
 	Keep                                    int64
 	// Chunk is the byte-budget draw size (sessions.DefaultChunk).
 	Chunk int64
+	// ReportEvery is how long at least passes between two reports of a
+	// session's acknowledged ranges by this process while its requests
+	// run (0: DefaultReportEvery); budget returns go when they are due.
+	ReportEvery time.Duration
 }
 
 // Sessions is what this process keeps of the transfer sessions it serves.
@@ -94,12 +117,23 @@ type entry struct {
 	budgetWaits      int           // times one of them went to sleep there (tests)
 	wake             chan struct{}
 	timer            *time.Timer
+	// acked are the ranges this process's requests of the session
+	// acknowledged since its last report of them; unmeasured says some
+	// are only what was written. reportedAt (monotonic) is when they were
+	// last reported; flush reports them once ReportEvery has passed.
+	acked      sessions.Coverage
+	unmeasured bool
+	reportedAt time.Time
+	flush      *time.Timer
 }
 
 // New returns the warm sessions of one process.
 func New(c Config) *Sessions {
 	if c.Drew == nil {
 		c.Drew = func() {}
+	}
+	if c.ReportEvery <= 0 {
+		c.ReportEvery = DefaultReportEvery
 	}
 	c.SlotWait = max(c.SlotWait, 2*c.SlotIdle)
 	return &Sessions{Config: c, byID: map[string]*entry{}, byHash: map[string]*entry{}}
@@ -171,7 +205,7 @@ func (w *Sessions) begin(ctx context.Context, x *ledger.Session, need int64) (*s
 		l, err = w.awaitSlot(ctx, x.ID)
 	}
 	if err != nil {
-		w.end(x.ID, nil, budget, true)
+		w.end(x.ID, nil, budget, true, carried{})
 		return nil, 0, err
 	}
 	return l, budget, nil
@@ -206,7 +240,7 @@ func (w *Sessions) keepIdle(e *entry, l *slotLease) {
 		}
 		w.mu.Unlock()
 		if i >= 0 {
-			w.release([]*slotLease{l}, e.id, 0)
+			w.release([]*slotLease{l}, ledger.SessionDelivery{SessionID: e.id})
 		}
 	})
 	if e.freed != nil {
@@ -384,21 +418,33 @@ func (e *entry) changed() {
 	}
 }
 
+// carried is what the client of a finished response acknowledged: the
+// object's ranges, and whether they are measured (deliver.Result).
+type carried struct {
+	covered  sessions.Coverage
+	measured bool
+}
+
 // end finishes a request. After a complete response the slot (unless
 // lost, or the session's only one) and the unsent budget up to WarmBudget
 // stay for the session's next request; the rest goes back at once. After
 // a failed or cut response everything goes back at once, as SPEC §3 has
 // it: a client that retries may well come back through another process.
-func (w *Sessions) end(sessionID string, l *slotLease, unsent int64, complete bool) {
+// What the response's client acknowledged joins what the session's
+// requests here gathered, reported when due (report).
+func (w *Sessions) end(sessionID string, l *slotLease, unsent int64, complete bool, acked carried) {
 	var (
 		slots []*slotLease
-		give  int64
+		d     = ledger.SessionDelivery{SessionID: sessionID}
 	)
 	w.mu.Lock()
 	e := w.byID[sessionID]
 	switch {
 	case e == nil:
-		slots, give = []*slotLease{l}, unsent
+		// Forgotten meanwhile (revoked through this process): what it
+		// carried is reported at once, with the return.
+		slots, d.Return = []*slotLease{l}, unsent
+		d.Acked, d.Measured = acked.covered, acked.measured
 	default:
 		keepSlot := complete && e.row.MaxConcurrency > 1
 		if l != nil {
@@ -413,6 +459,7 @@ func (w *Sessions) end(sessionID string, l *slotLease, unsent int64, complete bo
 				}
 			}
 		}
+		var give int64
 		if complete {
 			e.budget, give = sessions.Keep(e.budget+unsent, w.Keep)
 		} else {
@@ -421,6 +468,8 @@ func (w *Sessions) end(sessionID string, l *slotLease, unsent int64, complete bo
 			// client may well retry through another process.
 			give, e.budget = unsent+e.budget, 0
 		}
+		e.gather(acked)
+		d = w.report(e, give, false)
 		e.busy--
 		e.changed()
 		if e.busy == 0 {
@@ -428,7 +477,58 @@ func (w *Sessions) end(sessionID string, l *slotLease, unsent int64, complete bo
 		}
 	}
 	w.mu.Unlock()
-	w.release(slots, sessionID, give)
+	w.release(slots, d)
+}
+
+// gather adds what a response's client acknowledged to what e's requests
+// gathered since the last report; the caller holds w.mu.
+func (e *entry) gather(acked carried) {
+	if acked.covered.IsEmpty() {
+		return
+	}
+	e.acked.Union(acked.covered)
+	e.unmeasured = e.unmeasured || !acked.measured
+}
+
+// report is what to send the ledger now for e, with give bytes of budget
+// to return: the ranges gathered too when now says so (the session goes
+// idle, or is let go) or the last report of them is ReportEvery old, so
+// that a busy session's evidence costs a report a second, never one per
+// range. Ranges that must wait are sent by a timer once they may. The
+// caller holds w.mu.
+func (w *Sessions) report(e *entry, give int64, now bool) ledger.SessionDelivery {
+	d := ledger.SessionDelivery{SessionID: e.id, Return: give}
+	if e.acked.IsEmpty() {
+		return d
+	}
+	wait := w.ReportEvery - time.Since(e.reportedAt)
+	if !now && wait > 0 {
+		if e.flush == nil {
+			e.flush = time.AfterFunc(wait, func() { w.flushAcked(e) })
+		}
+		return d
+	}
+	d.Acked, d.Measured = e.acked, !e.unmeasured
+	e.acked, e.unmeasured = sessions.Coverage{}, false
+	e.reportedAt = time.Now()
+	if e.flush != nil {
+		e.flush.Stop()
+		e.flush = nil
+	}
+	return d
+}
+
+// flushAcked reports the ranges e gathered that waited for ReportEvery.
+func (w *Sessions) flushAcked(e *entry) {
+	w.mu.Lock()
+	if w.byID[e.id] != e {
+		w.mu.Unlock()
+		return // let go of: its ranges went with that report
+	}
+	e.flush = nil
+	d := w.report(e, 0, true)
+	w.mu.Unlock()
+	w.release(nil, d)
 }
 
 // cool lets go of a session nobody used for WarmIdle.
@@ -439,19 +539,18 @@ func (w *Sessions) cool(e *entry) {
 		return
 	}
 	w.drop(e)
-	slots, budget := e.idle, e.budget
+	slots, d := e.idle, w.report(e, e.budget, true)
 	e.idle, e.budget = nil, 0
 	w.mu.Unlock()
-	w.release(slots, e.id, budget)
+	w.release(slots, d)
 }
 
 // forget drops every warm session that match selects, releasing what it
 // held: revocations through this process take effect here at once.
 func (w *Sessions) forget(match func(*entry) bool) {
 	type held struct {
-		id     string
-		slots  []*slotLease
-		budget int64
+		slots []*slotLease
+		d     ledger.SessionDelivery
 	}
 	var all []held
 	w.mu.Lock()
@@ -464,17 +563,18 @@ func (w *Sessions) forget(match func(*entry) bool) {
 		if e.timer != nil {
 			e.timer.Stop()
 		}
-		all = append(all, held{e.id, e.idle, e.budget})
+		all = append(all, held{e.idle, w.report(e, e.budget, true)})
 		e.idle, e.budget = nil, 0
 	}
 	w.mu.Unlock()
 	for _, h := range all {
-		w.release(h.slots, h.id, h.budget)
+		w.release(h.slots, h.d)
 	}
 }
 
-// Flush releases every slot and returns every byte this process keeps for
-// idle sessions; serve calls it once the listeners drained.
+// Flush releases every slot, returns every byte this process keeps for
+// idle sessions and reports what their clients acknowledged; serve calls
+// it once the listeners drained.
 func (w *Sessions) Flush() { w.forget(func(*entry) bool { return true }) }
 
 // ForgetLink lets go of the sessions of a link revoked through this
@@ -493,17 +593,19 @@ func (w *Sessions) drop(e *entry) {
 	}
 }
 
-// release gives slots and budget back to the database, the budget first:
-// a request waiting for a slot (awaitSlot) takes it the moment it is
-// released, and must find the budget the slot's request held already
-// back. It runs detached from any request: a client that left must not
-// leave a slot behind.
-func (w *Sessions) release(slots []*slotLease, sessionID string, budget int64) {
+// release sends the report d (the budget it returns, the ranges it
+// carries) and frees slots, the report first: a request waiting for a
+// slot (awaitSlot) takes it the moment it is released, and must find the
+// budget the slot's request held already back. It runs detached from any
+// request: a client that left must not leave a slot behind. A report
+// with nothing in it is not sent.
+func (w *Sessions) release(slots []*slotLease, d ledger.SessionDelivery) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if budget > 0 {
-		if err := w.Budget.BudgetReturn(ctx, sessionID, budget); err != nil {
-			w.Log.WarnContext(ctx, "budget return failed", "session_id", sessionID, "bytes", budget, "err", err)
+	if d.Return > 0 || !d.Acked.IsEmpty() {
+		if err := w.Reports.SessionDeliveryRecord(ctx, d); err != nil {
+			w.Log.WarnContext(ctx, "budget return and delivery report failed", "session_id", d.SessionID, "bytes", d.Return,
+				"ranges", d.Acked.Len(), "err", err)
 		}
 	}
 	for _, l := range slots {

@@ -17,6 +17,7 @@ import (
 type fakeWarmLedger struct {
 	draw    func(id string, want int64) (int64, error)
 	ret     func(id string, n int64) error
+	report  func(d ledger.SessionDelivery)
 	acquire func(id, holder string) error
 	release func(id, holder string) error
 }
@@ -27,8 +28,14 @@ func (f *fakeWarmLedger) SessionGetByTokenHash(context.Context, []byte) (*ledger
 func (f *fakeWarmLedger) BudgetDraw(_ context.Context, id string, want int64) (int64, error) {
 	return f.draw(id, want)
 }
-func (f *fakeWarmLedger) BudgetReturn(_ context.Context, id string, n int64) error {
-	return f.ret(id, n)
+func (f *fakeWarmLedger) BudgetReturn(context.Context, string, int64) error {
+	panic("warm sessions return budget with their delivery reports")
+}
+func (f *fakeWarmLedger) SessionDeliveryRecord(_ context.Context, d ledger.SessionDelivery) error {
+	if f.report != nil {
+		f.report(d)
+	}
+	return f.ret(d.SessionID, d.Return)
 }
 func (f *fakeWarmLedger) SlotAcquire(_ context.Context, id, holder string, _ time.Duration) error {
 	return f.acquire(id, holder)
@@ -60,9 +67,11 @@ func (b *budgetBook) ledger(gate <-chan struct{}) *fakeWarmLedger {
 }
 
 func newTestWarm(l *fakeWarmLedger, keep int64) *Sessions {
-	return New(Config{Rows: l, Budget: l, Slots: l,
+	return New(Config{Rows: l, Budget: l, Slots: l, Reports: l,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), RowTTL: time.Second, Idle: time.Hour, Lease: time.Minute, Keep: keep,
-		SlotIdle: DefaultSlotIdle, SlotWait: DefaultSlotWait, Chunk: sessions.DefaultChunk})
+		// A finished request's slot stays idle until the test lets go:
+		// its release never races the test's count.
+		SlotIdle: time.Hour, SlotWait: DefaultSlotWait, Chunk: sessions.DefaultChunk})
 }
 
 var warmRow = &ledger.Session{ID: "s1", LinkID: "l1", TokenHash: []byte("h1"), ByteBudget: 1 << 40, MaxConcurrency: 64}
@@ -90,7 +99,7 @@ func warmRequest(t *testing.T, w *Sessions, need, ahead int64, complete bool) {
 		sent += k
 		have -= k
 	}
-	w.end(warmRow.ID, lease, have, complete)
+	w.end(warmRow.ID, lease, have, complete, carried{})
 }
 
 func TestConcurrentSmallRangesOfASessionShareOneDraw(t *testing.T) {
@@ -133,7 +142,7 @@ func TestACutResponseGivesBackAllItsProcessKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.end(warmRow.ID, lease, have, false)
+	w.end(warmRow.ID, lease, have, false, carried{})
 	if got, want := book.returned.Load(), book.drawn.Load()-64<<10; got != want {
 		t.Errorf("after a cut response %d returned, want %d (all drawn but the 64 KiB sent)", got, want)
 	}
@@ -150,5 +159,104 @@ func TestAProcessKeepsAtMostItsShareWarm(t *testing.T) {
 	kept := book.drawn.Load() - 64<<10 - book.returned.Load()
 	if kept != keep {
 		t.Errorf("a process kept %d warm after a complete response, want at most %d (the rest returned at once)", kept, keep)
+	}
+}
+
+// reports is what a fake ledger was told of a session's deliveries.
+type reports struct {
+	mu  sync.Mutex
+	all []ledger.SessionDelivery
+}
+
+func (r *reports) add(d ledger.SessionDelivery) {
+	r.mu.Lock()
+	r.all = append(r.all, d)
+	r.mu.Unlock()
+}
+
+// withRanges are the reports that carried acknowledged ranges.
+func (r *reports) withRanges() []ledger.SessionDelivery {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []ledger.SessionDelivery
+	for _, d := range r.all {
+		if !d.Acked.IsEmpty() {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// ackedRequest runs one complete request of the session through begin
+// and end whose client acknowledged rg.
+func ackedRequest(t *testing.T, w *Sessions, rg sessions.Range, measured bool) {
+	t.Helper()
+	lease, have, err := w.begin(context.Background(), warmRow, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c sessions.Coverage
+	c.Add(rg)
+	w.end(warmRow.ID, lease, have, true, carried{covered: c, measured: measured})
+}
+
+func TestAcknowledgedRangesGoWithTheReportsAtMostOnceEveryReportEvery(t *testing.T) {
+	var book budgetBook
+	var seen reports
+	l := book.ledger(nil)
+	l.report = seen.add
+	w := newTestWarm(l, 8<<20)
+	w.ReportEvery = time.Hour
+	// The first response's ranges go at once: nothing was reported yet.
+	ackedRequest(t, w, sessions.Range{Start: 0, Length: 100}, true)
+	if got := seen.withRanges(); len(got) != 1 || got[0].Acked.Bytes(1<<40) != 100 || !got[0].Measured {
+		t.Fatalf("reports after the first response: %+v, want one with its 100 bytes, measured", got)
+	}
+	// A hundred more within the hour: gathered, not reported.
+	for i := range 100 {
+		ackedRequest(t, w, sessions.Range{Start: int64(1000 + 100*i), Length: 100}, i != 50)
+	}
+	if got := seen.withRanges(); len(got) != 1 {
+		t.Fatalf("%d reports with ranges after 101 responses within ReportEvery, want 1: never one per range", len(got))
+	}
+	// Let go (as the idle second or a shutdown does): one report with all
+	// of them, joined, marked unmeasured by the one response that was.
+	w.Flush()
+	got := seen.withRanges()
+	if len(got) != 2 {
+		t.Fatalf("%d reports with ranges after the flush, want 2", len(got))
+	}
+	last := got[1]
+	if last.Acked.Len() != 1 || last.Acked.Bytes(1<<40) != 100*100 || last.Measured {
+		t.Errorf("the flush's report: %d spans, %d bytes, measured %v; want the 100 ranges joined into one span of 10000 bytes, unmeasured",
+			last.Acked.Len(), last.Acked.Bytes(1<<40), last.Measured)
+	}
+	// What was drawn and not sent went back with it.
+	if book.drawn.Load() != book.returned.Load() {
+		t.Errorf("drawn %d, returned %d after the flush", book.drawn.Load(), book.returned.Load())
+	}
+}
+
+func TestRangesThatWaitedAreReportedOnceReportEveryPassed(t *testing.T) {
+	var book budgetBook
+	var seen reports
+	l := book.ledger(nil)
+	l.report = seen.add
+	w := newTestWarm(l, 8<<20)
+	w.ReportEvery = 50 * time.Millisecond
+	ackedRequest(t, w, sessions.Range{Start: 0, Length: 10}, true)
+	ackedRequest(t, w, sessions.Range{Start: 20, Length: 10}, true) // waits: the first was just reported
+	if got := seen.withRanges(); len(got) != 1 {
+		t.Fatalf("%d reports with ranges, want 1 before ReportEvery passed", len(got))
+	}
+	// No request ends any more and the session is not idle long enough
+	// to cool (Idle is an hour): the timer sends what waited.
+	waitFor(t, func() bool { return len(seen.withRanges()) == 2 })
+	if got := seen.withRanges()[1]; got.Acked.Bytes(100) != 10 || got.Acked.Spans()[0].Start != 20 {
+		t.Errorf("the timer's report carried %v, want the second range", got.Acked.Spans())
+	}
+	w.Flush()
+	if got := seen.withRanges(); len(got) != 2 {
+		t.Errorf("%d reports with ranges after the flush, want still 2: nothing was left to report", len(got))
 	}
 }

@@ -844,7 +844,9 @@ func exerciseDeliveryReads(t *testing.T, newLedger NewOutboxLedger) {
 		if got := e.mustList(t, ledger.ListQuery{}); len(got) != 1 || got[0].Retries != 3 {
 			t.Fatalf("LinkList = %+v, want the link with 3 retries", got)
 		}
-		o, err := e.l.LinkClaim(e.ctx, l.TokenHash, ledger.ClaimRequest{Kind: ledger.KindStream, Client: "test"}, false)
+		// The retry asked first (a link with retries is not claimed at
+		// once before that: ClaimsByToken/NotClaimed/StreamLinkWithRetries).
+		o, err := e.l.LinkClaim(e.ctx, l.TokenHash, ledger.ClaimRequest{Kind: ledger.KindStream, Client: "test", RetriesChecked: true}, false)
 		if err != nil || o.Grant == nil || o.Link.Retries != 3 {
 			t.Fatalf("LinkClaim = %+v, %v; want a grant and the link's 3 retries", o, err)
 		}

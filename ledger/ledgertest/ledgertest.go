@@ -134,11 +134,12 @@ func (e *env) mustBeSpent(tb testing.TB, id string, k int) {
 	}
 }
 
-// claim claims l by its token hash for account, as a GET of its URL does,
-// and returns the grant, or the refusal as an error (ErrRefused with its
-// reason).
+// claim claims l by its token hash for account, as a GET of its URL does
+// once any retry was asked for (RetriesChecked: a link with retries is
+// claimed like any other), and returns the grant, or the refusal as an
+// error (ErrRefused with its reason).
 func (e *env) claim(l *ledger.Link, account string) (*ledger.Grant, error) {
-	return grantOf(e.l.LinkClaim(e.ctx, l.TokenHash, ledger.ClaimRequest{AccountID: account, Kind: ledger.KindStream, Client: "test"}, false))
+	return grantOf(e.l.LinkClaim(e.ctx, l.TokenHash, ledger.ClaimRequest{AccountID: account, Kind: ledger.KindStream, Client: "test", RetriesChecked: true}, false))
 }
 
 // grantOf is a claim's outcome as a grant or an error: the refusal as

@@ -78,6 +78,26 @@ func exerciseRefusals(t *testing.T, newLedger NewLedger) {
 			t.Fatalf("alice's claim with the pool closed = %+v, %v; want the closed pool's error", o, err)
 		}
 	})
+	t.Run("ASpentLinkWithRetriesIsNotRefusedFromTheCacheBeforeTheRetryIsAsked", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		dbOf(t, e.l).RefusalCache = time.Minute
+		l := e.MustLink(t, 1, func(l *ledger.Link) { l.Retries = 1 })
+		if _, err := e.claim(l, ""); err != nil {
+			t.Fatal(err)
+		}
+		_, err := e.claim(l, "") // refused, with the retry asked: cached
+		wantReason(t, err, ledger.ReasonExhausted)
+		e.closePool(t)
+		// The retry asked: the cache refuses, without a statement.
+		o, err := e.l.LinkClaim(e.ctx, l.TokenHash, ledger.ClaimRequest{Kind: ledger.KindStream, Client: "test", RetriesChecked: true}, false)
+		wantRefused(t, o, err, l, ledger.ReasonExhausted, e.clock.Now())
+		// Not asked yet: the client may have a retry, so the cache does
+		// not answer, and the database (gone) does.
+		if o, err := e.outcome(l.TokenHash, "", false); err == nil || o.Refusal != "" {
+			t.Fatalf("LinkClaim before the retry was asked, pool closed = %+v, %v; want the closed pool's error, no refusal from the cache", o, err)
+		}
+	})
 	t.Run("AGrantNeverComesFromTheCache", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, newLedger)

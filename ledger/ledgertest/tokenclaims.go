@@ -110,6 +110,9 @@ func exerciseClaimsByToken(t *testing.T, newLedger NewLedger) {
 	}{
 		{name: "SessionLink", edit: func(l *ledger.Link) { l.Delivery = ledger.DeliverySession }},
 		{name: "ConfirmLinkUnconfirmed", edit: func(l *ledger.Link) { l.Confirm = true }},
+		// A retry is asked before any download is spent (SPEC §1).
+		{name: "StreamLinkWithRetries", edit: func(l *ledger.Link) { l.Retries = 2 }},
+		{name: "ExhaustedStreamLinkWithRetries", edit: func(l *ledger.Link) { l.Retries, l.Remaining = 1, 0 }},
 		{name: "AccountBoundLinkAnonymous", edit: func(l *ledger.Link) { l.AccountID = "alice" }, reason: ledger.ReasonWrongAccount},
 		{name: "AccountBoundLinkOtherAccount", edit: func(l *ledger.Link) { l.AccountID = "alice" }, account: "mallory", reason: ledger.ReasonWrongAccount},
 		{name: "Revoked", before: func(e *env, l *ledger.Link) {
@@ -146,6 +149,68 @@ func exerciseClaimsByToken(t *testing.T, newLedger NewLedger) {
 			}
 		})
 	}
+	t.Run("AStreamLinkWithRetriesClaimsOnceTheRetryWasChecked", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		l := e.MustLink(t, 1, func(l *ledger.Link) { l.Retries = 1 })
+		checked := ledger.ClaimRequest{Kind: ledger.KindStream, Client: "test", RetriesChecked: true}
+		o, err := e.l.LinkClaim(e.ctx, l.TokenHash, checked, false)
+		if err != nil || o.Grant == nil || o.Link.Remaining != 0 || o.Link.Retries != 1 {
+			t.Fatalf("LinkClaim with the retry checked = %+v, %v; want a grant, remaining 0, the row's retries", o, err)
+		}
+		o, err = e.l.LinkClaim(e.ctx, l.TokenHash, checked, false)
+		if err != nil || o.Grant != nil || o.Refusal != ledger.ReasonExhausted {
+			t.Fatalf("second LinkClaim with the retry checked = %+v, %v; want refused, exhausted", o, err)
+		}
+		e.mustBeSpent(t, l.ID, 1)
+	})
+	t.Run("ALinkWithoutRetriesClaimsAtOnceWhetherOrNotARetryWasChecked", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		l := e.MustLink(t, 2)
+		for _, checked := range []bool{false, true} {
+			o, err := e.l.LinkClaim(e.ctx, l.TokenHash, ledger.ClaimRequest{Kind: ledger.KindStream, Client: "test", RetriesChecked: checked}, false)
+			if err != nil || o.Grant == nil {
+				t.Fatalf("LinkClaim (retries checked %v) of a link without retries = %+v, %v; want a grant", checked, o, err)
+			}
+		}
+		e.mustBeSpent(t, l.ID, 2)
+	})
+	t.Run("AnInterruptedDownloadIsServedAgainWithoutSpendingAnother", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		l := e.MustLink(t, 1, func(l *ledger.Link) { l.Retries = 1 })
+		keys := []string{"u:the-client"}
+		req := ledger.ClaimRequest{Kind: ledger.KindStream, Client: "test"}
+		// The first GET: nothing claimed before the retry is asked, no
+		// retry to serve, then the claim.
+		if o, err := e.l.LinkClaim(e.ctx, l.TokenHash, req, false); err != nil || o.Grant != nil || o.Refusal != "" {
+			t.Fatalf("LinkClaim before the retry was asked = %+v, %v; want the row unclaimed", o, err)
+		}
+		if _, err := e.l.GrantRetryBegin(e.ctx, ledger.RetryRequest{LinkID: l.ID, ClientKeys: keys}); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("GrantRetryBegin with no grant = %v, want ErrNotFound", err)
+		}
+		req.RetriesChecked = true
+		o, err := e.l.LinkClaim(e.ctx, l.TokenHash, req, false)
+		if err != nil || o.Grant == nil {
+			t.Fatalf("LinkClaim with the retry checked = %+v, %v; want a grant", o, err)
+		}
+		// It ends short.
+		if err := e.l.GrantDeliveryRecord(e.ctx, ledger.StreamDelivery{GrantID: o.Grant.ID, Attempt: 1, BytesAcked: 400, Measured: true, ClientKeys: keys}); err != nil {
+			t.Fatal(err)
+		}
+		// The second GET: unclaimed again, and the retry is served under
+		// the same grant; nothing more is spent.
+		req.RetriesChecked = false
+		if o, err := e.l.LinkClaim(e.ctx, l.TokenHash, req, false); err != nil || o.Grant != nil || o.Refusal != "" || o.Link.Remaining != 0 {
+			t.Fatalf("LinkClaim of the second GET = %+v, %v; want the spent row unclaimed", o, err)
+		}
+		g, err := e.l.GrantRetryBegin(e.ctx, ledger.RetryRequest{LinkID: l.ID, ClientKeys: keys})
+		if err != nil || g.ID != o.Grant.ID || g.Delivery.Attempts != 2 {
+			t.Fatalf("GrantRetryBegin = %+v, %v; want grant %s at attempt 2", g, err, o.Grant.ID)
+		}
+		e.mustBeSpent(t, l.ID, 1)
+	})
 	t.Run("ConfirmLinkConfirmedIsClaimed", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, newLedger)

@@ -11,15 +11,15 @@ import (
 
 // LinkClaim is the download path's one claim call: it reads the link
 // with token hash hash and, when a GET of its URL claims it at once
-// (Link.ClaimsAtOnce(confirmed)), claims it, in one transaction that may
-// decide other claims of this process with it (claimtx.go, group.go). A
-// refusal is explained from the row that transaction locked, by its
-// clock: no second read. A link seen unclaimable may be refused again
+// (Link.ClaimsAtOnce(confirmed, req.RetriesChecked)), claims it, in one
+// transaction that may decide other claims of this process with it
+// (claimtx.go, group.go). A refusal is explained from the row that
+// transaction locked, by its clock: no second read. A link seen unclaimable may be refused again
 // from the refusal cache (refusals.go) without a statement. req.LinkID is
 // ignored. Errors: ErrNotFound, ErrAmbiguous (with the outcome's grant,
 // and its link when the row was read), ErrUnavailable.
 func (s *DB) LinkClaim(ctx context.Context, hash []byte, req ledger.ClaimRequest, confirmed bool) (ledger.ClaimOutcome, error) {
-	if o, ok := s.cachedRefusal(hash, req.AccountID, confirmed); ok {
+	if o, ok := s.cachedRefusal(hash, req.AccountID, confirmed, req.RetriesChecked); ok {
 		return o, nil
 	}
 	req.LinkID = ""

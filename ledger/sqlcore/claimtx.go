@@ -316,7 +316,7 @@ func (s *DB) judge(batch []*claim, rows map[string]*lockedRow, seen map[string]b
 		c.link = &l
 		if c.mint == nil {
 			c.grant.LinkID = l.ID
-			if !l.ClaimsAtOnce(c.confirmed) {
+			if !l.ClaimsAtOnce(c.confirmed, c.req.RetriesChecked) {
 				continue // for the caller to mint or show a page
 			}
 		}

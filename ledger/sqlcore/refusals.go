@@ -42,8 +42,10 @@ type refused struct {
 }
 
 // cachedRefusal answers the claim of hash by account from the cache, when
-// the row kept there refuses it.
-func (s *DB) cachedRefusal(hash []byte, account string, confirmed bool) (ledger.ClaimOutcome, bool) {
+// the row kept there refuses it. A link a GET does not claim at once (a
+// link with retries before the retry was asked, retriesChecked false) is
+// never answered from it: its answer is not the claim's.
+func (s *DB) cachedRefusal(hash []byte, account string, confirmed, retriesChecked bool) (ledger.ClaimOutcome, bool) {
 	if s.RefusalCache <= 0 {
 		return ledger.ClaimOutcome{}, false
 	}
@@ -60,7 +62,7 @@ func (s *DB) cachedRefusal(hash []byte, account string, confirmed bool) (ledger.
 	if s.DBClock != nil {
 		l.ReadAt = ledger.Micro(s.DBClock())
 	}
-	if !l.ClaimsAtOnce(confirmed) {
+	if !l.ClaimsAtOnce(confirmed, retriesChecked) {
 		return ledger.ClaimOutcome{}, false
 	}
 	switch r := l.Refusal(account, l.ReadAt); {
