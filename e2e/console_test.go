@@ -344,11 +344,23 @@ func TestConsole(t *testing.T) {
 	// A one-download link (retries: 1) to the uploaded version.
 	b.run(t, 60*time.Second,
 		chromedp.SetValue(chromedp.ID("downloads"), "1"),
+		chromedp.SetValue(chromedp.ID("retries"), "1"),
 		chromedp.Click(chromedp.ID("create")),
 		chromedp.WaitVisible(chromedp.ID("url")),
 	)
 	linkPath := strings.TrimPrefix(b.location(t), proxy.Base())
 	linkID := strings.TrimSuffix(strings.TrimPrefix(linkPath, "/console/links/"), "?created=1")
+	var made struct {
+		Downloads int `json:"downloads"`
+		Retries   int `json:"retries"`
+		Object    struct {
+			SHA256 string `json:"sha256"`
+		} `json:"object"`
+	}
+	admin.call(t, http.MethodGet, "/v1/links/"+linkID, nil, http.StatusOK, &made)
+	if made.Downloads != 1 || made.Retries != 1 || made.Object.SHA256 != want {
+		t.Errorf("the link made in the console is %+v, want 1 download, retries 1, the file's SHA-256", made)
+	}
 	b.inspect(t, "link-created")
 
 	// Copy the URL with the page's button; the clipboard holds it.
@@ -369,7 +381,16 @@ func TestConsole(t *testing.T) {
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("curl saved %d bytes (%v), want the 64 MiB file byte for byte", len(got), err)
 	}
+	// The delivery is recorded when the response ends: the page is asked
+	// again until it shows it.
+	b.waitFor(t, 2*time.Minute, `fetch(location.pathname, {credentials: "same-origin"}).then(r => r.text()).then(t => {
+		const c = new DOMParser().parseFromString(t, "text/html").querySelector("#grants td.delivery");
+		return c !== null && c.textContent.trim() === "complete";
+	})`)
 	b.open(t, linkPath)
+	if st := b.text(t, "#grants td.delivery"); st != "complete" {
+		t.Errorf("the grant's delivery reads %q, want complete", st)
+	}
 	if r := b.text(t, "#remaining"); r != "0 of 1 downloads" {
 		t.Errorf("after the download the link has %q", r)
 	}

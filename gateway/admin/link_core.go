@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"path"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -46,8 +45,8 @@ func (h *Handler) LinkCreate(ctx context.Context, req LinkRequest, idempotencyKe
 	if req.Object.Key != "" && storage.ValidateKey(req.Object.Key) != nil {
 		return LinkBody{}, false, refuse(problem.InvalidKey, "object.key", "object.key must be at most 1024 bytes of UTF-8 without control characters or backslashes, must not start with \"/\", and must have no \".\" or \"..\" segment.")
 	}
-	if msg := req.validate(h.now()); msg != "" {
-		return LinkBody{}, false, badRequest(fieldOf(msg), msg)
+	if field, msg := req.validate(h.now()); msg != "" {
+		return LinkBody{}, false, badRequest(field, msg)
 	}
 	if keyGiven && !httpx.ValidIdempotencyKey(idempotencyKey) {
 		return LinkBody{}, false, badRequest("Idempotency-Key", "Idempotency-Key must be 1 to 255 visible ASCII characters.")
@@ -77,7 +76,7 @@ func (h *Handler) LinkCreate(ctx context.Context, req LinkRequest, idempotencyKe
 		ID: id, TokenHash: token.Hash(h.Keys.Derive(token.Link, id)),
 		Object:   v,
 		Filename: httpx.CleanFilename(filename), AccountID: req.AccountID, Allowance: req.Downloads, Remaining: req.Downloads,
-		ExpiresAt: expires, Delivery: req.Delivery, Confirm: req.Confirm, IdempotencyKey: idempotencyKey,
+		ExpiresAt: expires, Delivery: req.Delivery, Confirm: req.Confirm, Retries: req.Retries, IdempotencyKey: idempotencyKey,
 	}
 	if req.Session != nil {
 		l.Session = ledger.SessionSettings{TTL: time.Duration(req.Session.TTL) * time.Second,
@@ -91,23 +90,6 @@ func (h *Handler) LinkCreate(ctx context.Context, req LinkRequest, idempotencyKe
 	return h.linkBody(out), created, nil
 }
 
-// fieldOf names the field a detail of createLinkRequest.validate is
-// about, and of parseListQuery the parameter: each begins with the
-// field's name, but the one about the two ways of giving the expiry.
-func fieldOf(detail string) string {
-	name, _, _ := strings.Cut(detail, " ")
-	switch name {
-	case "Give":
-		return "expires_in"
-	case "object.key", "downloads", "expires_in", "expires_at", "delivery", "account_id", "filename", "retries",
-		"session.ttl", "session.byte_budget", "session.max_concurrency",
-		// GET /v1/links's parameters (parseListQuery).
-		"limit", "account", "object_key", "state", "created_after", "created_before":
-		return name
-	}
-	return ""
-}
-
 // LinkShow returns the link id with its counts. Errors: the ledger's
 // (ErrNotFound).
 func (h *Handler) LinkShow(ctx context.Context, id string) (LinkBody, error) {
@@ -116,16 +98,16 @@ func (h *Handler) LinkShow(ctx context.Context, id string) (LinkBody, error) {
 		return LinkBody{}, err
 	}
 	b := h.linkBody(&st.Link)
-	b.Grants, b.ActiveSessions = &st.Grants, &st.ActiveSessions
+	b.Grants, b.Deliveries, b.ActiveSessions = &st.Grants, &st.Deliveries, &st.ActiveSessions
 	return b, nil
 }
 
 // LinkList returns a page of links, newest first; q is GET /v1/links's
 // query. Errors: *Refusal (400), the ledger's.
 func (h *Handler) LinkList(ctx context.Context, v url.Values) (LinkPageBody, error) {
-	q, detail := parseListQuery(v)
-	if detail != "" {
-		return LinkPageBody{}, badRequest(fieldOf(detail), detail)
+	q, ref := parseListQuery(v)
+	if ref != nil {
+		return LinkPageBody{}, ref
 	}
 	page, err := h.Admin.LinkList(ctx, q)
 	if errors.Is(err, ledger.ErrInvalid) {
@@ -139,7 +121,7 @@ func (h *Handler) LinkList(ctx context.Context, v url.Values) (LinkPageBody, err
 	for i := range page.Links {
 		st := &page.Links[i]
 		item := linkListItem{linkBody: h.linkBody(&st.Link)}
-		item.Grants, item.ActiveSessions = &st.Grants, &st.ActiveSessions
+		item.Grants, item.Deliveries, item.ActiveSessions = &st.Grants, &st.Deliveries, &st.ActiveSessions
 		out.Links = append(out.Links, item)
 	}
 	return out, nil
@@ -189,8 +171,10 @@ type GrantPageBody struct {
 	NextCursor string      `json:"next_cursor,omitempty"`
 }
 
-// GrantList returns a page of the link's grants, newest first; q is GET
-// /v1/links/{id}/grants's query. Errors: *Refusal (400), the ledger's.
+// GrantList returns a page of the link's grants, newest first, each with
+// its delivery; q is GET /v1/links/{id}/grants's query (cursor, limit,
+// delivery: none, partial or complete). Errors: *Refusal (400), the
+// ledger's (ErrNotFound).
 func (h *Handler) GrantList(ctx context.Context, id string, q url.Values) (GrantPageBody, error) {
 	limit := 100
 	if v := q.Get("limit"); v != "" {
@@ -200,22 +184,27 @@ func (h *Handler) GrantList(ctx context.Context, id string, q url.Values) (Grant
 		}
 		limit = n
 	}
-	p, err := h.Admin.GrantList(ctx, ledger.GrantQuery{LinkID: id, Cursor: q.Get("cursor"), Limit: limit})
+	var delivery ledger.DeliveryStatus
+	if v, present := q["delivery"]; present {
+		d, err := ledger.ParseDeliveryStatus(q.Get("delivery"))
+		if err != nil || len(v) > 1 {
+			return GrantPageBody{}, badRequest("delivery", "delivery must be one of none, partial, complete, given once.")
+		}
+		delivery = d
+	}
+	p, err := h.Admin.GrantList(ctx, ledger.GrantQuery{LinkID: id, Cursor: q.Get("cursor"), Limit: limit, Delivery: delivery})
 	if err != nil {
 		return GrantPageBody{}, err
 	}
 	out := GrantPageBody{Grants: []GrantBody{}, NextCursor: p.Next}
 	for _, g := range p.Grants {
-		b := grantBody{ID: g.ID, Kind: g.Kind, Status: g.Status, Client: g.Client, CreatedAt: httpx.RFC3339(g.CreatedAt), AffinityReuses: g.AffinityReuses}
+		b := grantBody{ID: g.ID, Kind: g.Kind, Status: g.Status, Client: g.Client, CreatedAt: httpx.RFC3339(g.CreatedAt),
+			AffinityReuses: g.AffinityReuses, Delivery: deliveryOf(g.Delivery), RefundedAt: rfc3339OrNull(g.RefundedAt)}
 		if g.AccountID != "" {
 			b.AccountID = &g.AccountID
 		}
 		if g.SessionID != "" {
 			b.SessionID = &g.SessionID
-		}
-		if g.RefundedAt != nil {
-			t := httpx.RFC3339(*g.RefundedAt)
-			b.RefundedAt = &t
 		}
 		out.Grants = append(out.Grants, b)
 	}

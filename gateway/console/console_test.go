@@ -444,6 +444,12 @@ func TestTheConsoleSaysWhatTheAPISays(t *testing.T) {
 		t.Errorf("beside max concurrency: %v", e)
 	}
 	form.Set("session_max_concurrency", "")
+	form.Set("retries", "11")
+	doc = parse(t, c.post(t, "/console/links/new", form, http.StatusBadRequest))
+	if e := byID(doc, "retries-error"); e == nil || text(e) != "retries must be between 0 and 10." {
+		t.Errorf("beside retries: %v", e)
+	}
+	form.Set("retries", "1")
 	r := c.post(t, "/console/links/new", form, http.StatusSeeOther)
 	loc := r.Header.Get("Location")
 	id := strings.TrimSuffix(strings.TrimPrefix(loc, "/console/links/"), "?created=1")
@@ -453,6 +459,13 @@ func TestTheConsoleSaysWhatTheAPISays(t *testing.T) {
 	doc = parse(t, c.get(t, loc, http.StatusOK))
 	if n := byID(doc, "remaining"); n == nil || text(n) != "1 of 1 downloads" {
 		t.Errorf("the new link's page says %v", n)
+	}
+	var made struct {
+		Retries int `json:"retries"`
+	}
+	api(t, h.Admin[0].URL, adminToken, http.MethodGet, "/v1/links/"+id, nil, http.StatusOK, &made)
+	if made.Retries != 1 {
+		t.Errorf("the console's link has retries %d, want the form's 1", made.Retries)
 	}
 	var audit struct {
 		Entries []struct {

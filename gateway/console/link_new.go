@@ -136,6 +136,7 @@ func linkRequest(f url.Values, errs map[string]string) (admin.LinkRequest, strin
 	req.Filename = strings.TrimSpace(f.Get("filename"))
 	req.Delivery = f.Get("delivery")
 	req.Confirm = f.Get("confirm") != ""
+	req.Retries = int(num("retries", "retries"))
 	ttl, budget, slots := num("session_ttl", "session.ttl"), num("session_byte_budget", "session.byte_budget"),
 		num("session_max_concurrency", "session.max_concurrency")
 	if ttl != 0 || budget != 0 || slots != 0 {

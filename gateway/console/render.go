@@ -150,6 +150,8 @@ var funcs = template.FuncMap{
 	"actions":  ledger.Actions,
 	"add":      func(a, b int) int { return a + b },
 	"list":     func(xs ...string) []string { return xs },
+	// dcount is a link's count of grants of one delivery status.
+	"dcount": func(m map[ledger.DeliveryStatus]int, s string) int { return m[ledger.DeliveryStatus(s)] },
 	// query writes name, value pairs as a URL's query.
 	"query": func(kv ...string) template.URL {
 		v := url.Values{}
