@@ -150,6 +150,9 @@ type Config struct {
 	// resumable upload is kept after its creation or its last PATCH
 	// before its bytes are removed (SPEC §11).
 	UploadExpiry time.Duration
+	// Console is GATEWAY_CONSOLE: whether the admin listener serves the
+	// operator console at /console/ (SPEC §11); false answers 404 there.
+	Console bool
 
 	// PreviewAgents is GATEWAY_PREVIEW_AGENTS: a comma-separated list that
 	// replaces the built-in list of link-preview user agents; "none" means
@@ -216,6 +219,7 @@ func Default() *Config {
 		AuditRetention:        DefaultAuditRetention,
 		WebhookMaxAge:         DefaultWebhookMaxAge,
 		UploadExpiry:          DefaultUploadExpiry,
+		Console:               true,
 		StoreOpenTimeout:      DefaultStoreOpenTimeout,
 		StoreIdleTimeout:      DefaultStoreIdleTimeout,
 		PreviewDetails:        true,

@@ -62,6 +62,7 @@ type fileConfig struct {
 	WebhookSecret         fileValue `yaml:"webhook_secret"`
 	WebhookMaxAge         fileValue `yaml:"webhook_max_age"`
 	UploadExpiry          fileValue `yaml:"upload_expiry"`
+	Console               fileValue `yaml:"console"`
 	PreviewAgents         fileValue `yaml:"preview_agents"`
 	PreviewDetails        fileValue `yaml:"preview_details"`
 	Auth                  fileValue `yaml:"auth"`

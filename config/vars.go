@@ -83,6 +83,7 @@ var vars = []variable{
 	{name: "WEBHOOK_URL", arg: "URL", usage: "receiver of webhook events (link.created, grant.created, …); empty: no webhooks", ptr: func(c *Config) any { return &c.WebhookURL }},
 	{name: "WEBHOOK_SECRET", arg: "SECRET", usage: "Standard Webhooks signing secret, whsec_ and the base64 of 24 to 64 random bytes", secret: true, ptr: func(c *Config) any { return &c.WebhookSecret }},
 	{name: "WEBHOOK_MAX_AGE", arg: "DURATION", usage: "how long an undelivered webhook event is retried before it is given up", ptr: func(c *Config) any { return &c.WebhookMaxAge }},
+	{name: "CONSOLE", usage: "serve the operator console at /console/ on the admin listener", ptr: func(c *Config) any { return &c.Console }},
 	{name: "UPLOAD_EXPIRY", arg: "DURATION", usage: "how long an unfinished resumable upload (/v1/uploads/) is kept after its creation or its last PATCH; then its bytes are removed", ptr: func(c *Config) any { return &c.UploadExpiry }},
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -463,3 +464,44 @@ func testData(n int) []byte {
 	}
 	return b
 }
+
+// MustConsoleSignIn signs in to the operator console with key (the
+// bootstrap token or an API key) and returns the Cookie header of its
+// session.
+func (h *Harness) MustConsoleSignIn(tb testing.TB, key string) string {
+	tb.Helper()
+	resp, body := h.ConsoleDo(tb, "", http.MethodPost, "/console/sign-in", "key="+neturl.QueryEscape(key),
+		http.Header{"Content-Type": {"application/x-www-form-urlencoded"}})
+	if resp.StatusCode != http.StatusSeeOther {
+		tb.Fatalf("console sign-in = %d %s, want 303", resp.StatusCode, body)
+	}
+	for _, c := range resp.Cookies() {
+		if c.Name == "dlgate_console" && c.Value != "" {
+			return c.Name + "=" + c.Value
+		}
+	}
+	tb.Fatalf("console sign-in set no session cookie: %v", resp.Header["Set-Cookie"])
+	return ""
+}
+
+// ConsoleDo sends a request to the admin listener with the console
+// session cookie (a Cookie header, "" for none) and the given headers,
+// and does not follow redirects: the console answers many requests with
+// 303.
+func (h *Harness) ConsoleDo(tb testing.TB, cookie, method, path, body string, header http.Header) (*http.Response, []byte) {
+	tb.Helper()
+	req, err := http.NewRequest(method, h.Admin.URL+path, strings.NewReader(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if cookie != "" {
+		req.Header.Set("Cookie", cookie)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	return mustDo(tb, noRedirects, req)
+}
+
+// noRedirects is a client that hands back every redirect.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

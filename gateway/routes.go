@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dlgate/dlgate/apikey"
+	"github.com/dlgate/dlgate/gateway/console"
 	"github.com/dlgate/dlgate/gateway/httpx"
 	"github.com/dlgate/dlgate/gateway/problem"
 	"github.com/dlgate/dlgate/token"
@@ -26,6 +27,10 @@ type route struct {
 	// scopeBootstrap for those only the admin token may use. Public
 	// routes have none: their callers are recipients, not operators.
 	scope string
+	// console marks a route of the operator console: its caller is a
+	// console session (a cookie), not a bearer, so guarded wraps it in the
+	// console's check of the same scope (gateway/console).
+	console bool
 	// ownPath marks a route whose handler checks its own path variable
 	// (an object key), so that cleanPaths hands it requests whose path is
 	// not clean instead of refusing them.
@@ -34,10 +39,11 @@ type route struct {
 
 // The admin API's scopes (SPEC §6, apikey's), and the two markers of
 // routes that need none or more than any. objects:read is declared by the
-// SPEC for the object listing, which is not served yet.
+// SPEC for the object listing, which the console's objects page serves.
 const (
 	scopeLinksRead     = string(apikey.LinksRead)
 	scopeLinksWrite    = string(apikey.LinksWrite)
+	scopeObjectsRead   = string(apikey.ObjectsRead)
 	scopeObjectsWrite  = string(apikey.ObjectsWrite)
 	scopeObjectsDelete = string(apikey.ObjectsDelete)
 	scopeSessionsWrite = string(apikey.SessionsWrite)
@@ -94,7 +100,7 @@ func (s *Server) publicRoutes() []route {
 // scope it demands.
 func (s *Server) adminRoutes() []route {
 	a := s.admin
-	return []route{
+	return append([]route{
 		{name: "admin_links_create", pattern: "/v1/links", methods: post, h: http.HandlerFunc(a.CreateLink), scope: scopeLinksWrite},
 		{name: "admin_links_list", pattern: "/v1/links", methods: get, h: http.HandlerFunc(a.ListLinks), scope: scopeLinksRead},
 		{name: "admin_links_show", pattern: "/v1/links/{id}", methods: get, h: http.HandlerFunc(a.ShowLink), scope: scopeLinksRead},
@@ -122,7 +128,55 @@ func (s *Server) adminRoutes() []route {
 		{name: "openapi", pattern: "/openapi.json", methods: getHead, h: http.HandlerFunc(a.ServeOpenAPI), scope: scopeOpen},
 		{name: "pprof", pattern: "/debug/pprof/{profile:.*}", methods: []string{http.MethodGet, http.MethodPost}, h: http.HandlerFunc(a.Pprof), scope: scopeBootstrap},
 		{name: "metrics", pattern: "/metrics", methods: get, h: promhttp.HandlerFor(s.metrics.Reg, promhttp.HandlerOpts{}), scope: scopeOpen},
+	}, s.consoleRoutes()...)
+}
+
+// consoleRoutes are the operator console's routes (SPEC §11), none when
+// it is off: each page declares the scope it needs, as an API route does
+// (its controls are shown only to a key that holds theirs); the sign-in
+// page, the sign-out and the static files are open. Pages are GET (and
+// HEAD); each change is a POST of a form, after a confirmation page where
+// it cannot be undone.
+func (s *Server) consoleRoutes() []route {
+	c := s.console
+	if c == nil {
+		return nil
 	}
+	h := func(f http.HandlerFunc) http.Handler { return f }
+	routes := []route{
+		{name: "console", pattern: "/console", methods: getHead, h: h(c.Home), scope: scopeOpen},
+		{name: "console", pattern: "/console/", methods: getHead, h: h(c.Home), scope: scopeOpen},
+		{name: "console_static", pattern: "/console/static/{file:.+}", methods: getHead, h: h(c.Static), scope: scopeOpen},
+		{name: "console_sign_in", pattern: "/console/sign-in", methods: getHead, h: h(c.SignInPage), scope: scopeOpen},
+		{name: "console_sign_in", pattern: "/console/sign-in", methods: post, h: h(c.SignIn), scope: scopeOpen},
+		{name: "console_sign_out", pattern: "/console/sign-out", methods: post, h: h(c.SignOut), scope: scopeOpen},
+		{name: "console_links", pattern: "/console/links", methods: getHead, h: h(c.Links), scope: scopeLinksRead},
+		// Before /console/links/{id}, which would take "new" for an id.
+		{name: "console_link_new", pattern: "/console/links/new", methods: getHead, h: h(c.LinkNew), scope: scopeLinksWrite},
+		{name: "console_link_new", pattern: "/console/links/new", methods: post, h: h(c.LinkCreate), scope: scopeLinksWrite},
+		{name: "console_link", pattern: "/console/links/{id}", methods: getHead, h: h(c.Link), scope: scopeLinksRead},
+		{name: "console_link_revoke", pattern: "/console/links/{id}/revoke", methods: getHead, h: h(c.LinkRevokeConfirm), scope: scopeLinksWrite},
+		{name: "console_link_revoke", pattern: "/console/links/{id}/revoke", methods: post, h: h(c.LinkRevoke), scope: scopeLinksWrite},
+		{name: "console_link_allowance", pattern: "/console/links/{id}/allowance", methods: getHead, h: h(c.AllowanceConfirm), scope: scopeLinksWrite},
+		{name: "console_link_allowance", pattern: "/console/links/{id}/allowance", methods: post, h: h(c.AllowanceAdd), scope: scopeLinksWrite},
+		{name: "console_session_revoke", pattern: "/console/sessions/{id}/revoke", methods: post, h: h(c.SessionRevoke), scope: scopeSessionsWrite},
+		{name: "console_objects", pattern: "/console/objects", methods: getHead, h: h(c.Objects), scope: scopeObjectsRead},
+		{name: "console_object_delete", pattern: "/console/objects/delete", methods: getHead, h: h(c.ObjectDeleteConfirm), scope: scopeObjectsDelete},
+		{name: "console_object_delete", pattern: "/console/objects/delete", methods: post, h: h(c.ObjectDelete), scope: scopeObjectsDelete},
+		// SPEC §6 has no keys:read, as for GET /v1/keys.
+		{name: "console_keys", pattern: "/console/keys", methods: getHead, h: h(c.Keys), scope: scopeKeysWrite},
+		{name: "console_keys", pattern: "/console/keys", methods: post, h: h(c.KeyCreate), scope: scopeKeysWrite},
+		{name: "console_key_revoke", pattern: "/console/keys/{id}/revoke", methods: getHead, h: h(c.KeyRevokeConfirm), scope: scopeKeysWrite},
+		{name: "console_key_revoke", pattern: "/console/keys/{id}/revoke", methods: post, h: h(c.KeyRevoke), scope: scopeKeysWrite},
+		{name: "console_audit", pattern: "/console/audit", methods: getHead, h: h(c.Audit), scope: scopeAuditRead},
+		// tus 1.0 for the browser, as at /v1/uploads/.
+		{name: "console_uploads", pattern: console.UploadsPath, methods: []string{http.MethodPost, http.MethodOptions}, h: h(c.Uploads), scope: scopeObjectsWrite},
+		{name: "console_uploads", pattern: console.UploadsPath + "{id}", methods: []string{http.MethodHead, http.MethodPatch, http.MethodDelete, http.MethodGet}, h: h(c.Uploads), scope: scopeObjectsWrite},
+	}
+	for i := range routes {
+		routes[i].console = true
+	}
+	return routes
 }
 
 // guarded wraps each admin route in what its scope demands
@@ -134,14 +188,18 @@ func (s *Server) adminRoutes() []route {
 // drained either.
 func (s *Server) guarded(routes []route) []route {
 	for i, rt := range routes {
-		switch rt.scope {
-		case scopeOpen:
-		case scopeBootstrap:
+		switch {
+		case rt.console && rt.scope == scopeOpen:
+			rt.h = s.console.Open(rt.h)
+		case rt.console:
+			rt.h = s.console.Require(apikey.Scope(rt.scope), rt.h)
+		case rt.scope == scopeOpen:
+		case rt.scope == scopeBootstrap:
 			rt.h = s.admin.RequireBootstrap(rt.h)
 		default:
 			rt.h = s.admin.RequireScope(apikey.Scope(rt.scope), rt.h)
 		}
-		if rt.name == "admin_objects_put" || rt.name == "admin_uploads" {
+		if rt.name == "admin_objects_put" || rt.name == "admin_uploads" || rt.name == "console_uploads" {
 			rt.h = s.idleUpload(rt.h)
 		}
 		routes[i] = rt
@@ -174,6 +232,10 @@ type AdminRoute struct {
 	// Scope is what the route demands: an apikey scope, "open" (nothing)
 	// or "bootstrap" (the admin token only).
 	Scope string
+	// Console marks a route of the operator console, whose caller is a
+	// console session's cookie instead of a bearer, and which the OpenAPI
+	// document does not describe.
+	Console bool
 }
 
 // Scope markers of AdminRoute.Scope.
@@ -190,7 +252,7 @@ func (s *Server) AdminRoutes() []AdminRoute {
 	var out []AdminRoute
 	for _, rt := range s.adminRoutes() {
 		for _, m := range rt.methods {
-			out = append(out, AdminRoute{Name: rt.name, Method: m, Pattern: rt.pattern, Scope: rt.scope})
+			out = append(out, AdminRoute{Name: rt.name, Method: m, Pattern: rt.pattern, Scope: rt.scope, Console: rt.console})
 		}
 	}
 	return out

@@ -17,7 +17,7 @@ const matrixID = "01a226c5-36c5-7cc5-9846-1e57c78d008f"
 
 // samplePath fills a route pattern's variables.
 func samplePath(pattern string) string {
-	r := strings.NewReplacer("{id}", matrixID, "{key:.+}", "matrix/a.txt", "{profile:.*}", "goroutine")
+	r := strings.NewReplacer("{id}", matrixID, "{key:.+}", "matrix/a.txt", "{profile:.*}", "goroutine", "{file:.+}", "console.css")
 	return r.Replace(pattern)
 }
 
@@ -27,7 +27,9 @@ func samplePath(pattern string) string {
 // refuses to start, TestNewRefusesAnAdminRouteWithoutAScope). It then
 // walks the served router: each route of the table, asked without a
 // credential, is reached (its access line names it) and answers 401,
-// unless it is open.
+// unless it is open; a console page sends the browser to the sign-in
+// page instead (303), and the console's sign-in, being the check itself,
+// answers 401 to a missing key.
 func TestEveryAdminRouteDeclaresAKnownScope(t *testing.T) {
 	h := MustHarness(t)
 	routes := h.Server.AdminRoutes()
@@ -48,12 +50,27 @@ func TestEveryAdminRouteDeclaresAKnownScope(t *testing.T) {
 	for _, rt := range routes {
 		// One failure per window: this test is not about the throttle.
 		h.Clock.Advance(refusal.AuthWindow)
-		resp, body := h.AdminDoAs(t, "", rt.Method, samplePath(rt.Pattern), nil, nil)
+		var (
+			resp *http.Response
+			body []byte
+		)
+		if rt.Console {
+			resp, body = h.ConsoleDo(t, "", rt.Method, samplePath(rt.Pattern), "", nil)
+		} else {
+			resp, body = h.AdminDoAs(t, "", rt.Method, samplePath(rt.Pattern), nil, nil)
+		}
 		if got := routeOf(t, h, resp); got != rt.Name {
 			t.Errorf("%s %s reached route %q, want %q", rt.Method, samplePath(rt.Pattern), got, rt.Name)
 		}
 		open := rt.Scope == gateway.ScopeOpen
-		if unauthorized := resp.StatusCode == http.StatusUnauthorized; unauthorized == open {
+		refused := resp.StatusCode == http.StatusUnauthorized
+		switch {
+		case rt.Console && !open && (rt.Method == http.MethodGet || rt.Method == http.MethodHead):
+			refused = resp.StatusCode == http.StatusSeeOther && strings.HasPrefix(resp.Header.Get("Location"), "/console/sign-in?next=")
+		case rt.Name == "console_sign_in" && rt.Method == http.MethodPost:
+			open = false
+		}
+		if refused == open {
 			t.Errorf("%s %s (scope %s) without a credential = %d %s", rt.Method, rt.Pattern, rt.Scope, resp.StatusCode, body)
 		}
 	}
@@ -63,7 +80,9 @@ func TestEveryAdminRouteDeclaresAKnownScope(t *testing.T) {
 // every route and method, a key holding exactly the route's scope gets
 // past the check (neither 401 nor 403), and a key holding every other
 // scope gets 403 insufficient-scope naming it. A bootstrap route refuses
-// even a key with every scope; an open route needs no key.
+// even a key with every scope; an open route needs no key. A console
+// route is asked the same with a console session signed in with each key
+// (its cookie instead of a bearer).
 func TestEachAdminRouteNeedsItsScope(t *testing.T) {
 	h := MustHarness(t)
 	only := map[string]string{}   // scope → a key holding just it
@@ -73,9 +92,25 @@ func TestEachAdminRouteNeedsItsScope(t *testing.T) {
 		others[string(sc)] = h.MustKey(t, "all but "+string(sc), (apikey.All() &^ apikey.Of(sc)).Strings()...).Key
 	}
 	every := h.MustKey(t, "every scope", apikey.All().Strings()...).Key
+	cookies := map[string]string{} // key → its console session's cookie
+	do := func(rt gateway.AdminRoute, key string) (*http.Response, []byte) {
+		t.Helper()
+		switch {
+		case !rt.Console:
+			return h.AdminDoAs(t, key, rt.Method, samplePath(rt.Pattern), nil, nil)
+		case key == "":
+			return h.ConsoleDo(t, "", rt.Method, samplePath(rt.Pattern), "", nil)
+		}
+		c, ok := cookies[key]
+		if !ok {
+			c = h.MustConsoleSignIn(t, key)
+			cookies[key] = c
+		}
+		return h.ConsoleDo(t, c, rt.Method, samplePath(rt.Pattern), "", nil)
+	}
 	passes := func(rt gateway.AdminRoute, who, key string) {
 		t.Helper()
-		resp, body := h.AdminDoAs(t, key, rt.Method, samplePath(rt.Pattern), nil, nil)
+		resp, body := do(rt, key)
 		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 			t.Errorf("%s %s (scope %s) with %s = %d %s, want past the check", rt.Method, rt.Pattern, rt.Scope, who, resp.StatusCode, body)
 		}
@@ -85,7 +120,7 @@ func TestEachAdminRouteNeedsItsScope(t *testing.T) {
 	}
 	refused := func(rt gateway.AdminRoute, who, key, naming string) {
 		t.Helper()
-		resp, body := h.AdminDoAs(t, key, rt.Method, samplePath(rt.Pattern), nil, nil)
+		resp, body := do(rt, key)
 		if resp.StatusCode != http.StatusForbidden {
 			t.Errorf("%s %s (scope %s) with %s = %d %s, want 403", rt.Method, rt.Pattern, rt.Scope, who, resp.StatusCode, body)
 			return
@@ -96,7 +131,8 @@ func TestEachAdminRouteNeedsItsScope(t *testing.T) {
 				t.Errorf("%s %s with %s: the 403's detail %q does not name %s", rt.Method, rt.Pattern, who, p.Detail, naming)
 			}
 		}
-		if ch := resp.Header.Get("WWW-Authenticate"); !strings.Contains(ch, `error="insufficient_scope"`) {
+		// A cookie is no bearer: the console's 403 has no RFC 6750 challenge.
+		if ch := resp.Header.Get("WWW-Authenticate"); !rt.Console && !strings.Contains(ch, `error="insufficient_scope"`) {
 			t.Errorf("%s %s with %s: WWW-Authenticate = %q, want error=\"insufficient_scope\" (RFC 6750 §3.1)", rt.Method, rt.Pattern, who, ch)
 		}
 	}
@@ -105,6 +141,9 @@ func TestEachAdminRouteNeedsItsScope(t *testing.T) {
 		counts[rt.Scope]++
 		switch rt.Scope {
 		case gateway.ScopeOpen:
+			if rt.Name == "console_sign_in" && rt.Method == http.MethodPost {
+				continue // the check itself: TestConsole* sign in with every kind of key
+			}
 			passes(rt, "no key", "")
 		case gateway.ScopeBootstrap:
 			passes(rt, "the bootstrap token", testAdminToken)

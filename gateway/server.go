@@ -23,6 +23,7 @@ import (
 	"github.com/dlgate/dlgate/auth"
 	"github.com/dlgate/dlgate/config"
 	"github.com/dlgate/dlgate/gateway/admin"
+	"github.com/dlgate/dlgate/gateway/console"
 	"github.com/dlgate/dlgate/gateway/deliver"
 	"github.com/dlgate/dlgate/gateway/httpx"
 	"github.com/dlgate/dlgate/gateway/metrics"
@@ -133,6 +134,9 @@ type Options struct {
 	// another request holds before its 423 (0: the uploads package's
 	// default, uploads.DefaultLockWait).
 	UploadLockWait time.Duration
+	// NoConsole turns the operator console off (GATEWAY_CONSOLE=false):
+	// nothing is served under /console/ (404).
+	NoConsole bool
 	// RefusalHold is how long the 429 of a client throttled for its
 	// refusals is held before it is sent (refusals.go; default
 	// DefaultRefusalHold, negative sends it at once).
@@ -153,8 +157,12 @@ type Server struct {
 	public  *public.Handler
 	admin   *admin.Handler
 	// uploads serves /v1/uploads/ (tus), nil when the store or the ledger
-	// cannot keep resumable uploads.
-	uploads  *uploads.Handler
+	// cannot keep resumable uploads; consoleUploads the same uploads at
+	// the console's path.
+	uploads        *uploads.Handler
+	consoleUploads *uploads.Handler
+	// console serves /console/, nil when NoConsole.
+	console  *console.Handler
 	draining atomic.Bool
 	// objects is the object lifecycle the retention runs (upkeep.go);
 	// upkeep the sweeper and the readiness probe.
@@ -205,19 +213,25 @@ func New(opts Options) (*Server, error) {
 	})
 	if opts.Uploads == nil {
 		opts.Uploads, _ = opts.Ledger.(ledger.Uploads)
+		s.Uploads = opts.Uploads
 	}
 	if _, ok := opts.Store.(storage.Uploader); ok && opts.Uploads != nil {
-		u, err := uploads.New(uploads.Config{Store: opts.Store, Ledger: opts.Uploads, BasePath: uploadsPath,
-			Expiry: opts.UploadExpiry, LockWait: opts.UploadLockWait, Logger: log,
-			// Stored exactly as PUT /v1/objects stores a version: recorded
-			// (with the audit entry of the request's actor) or deleted again.
-			Record: func(ctx context.Context, v storage.Version) error {
-				return opts.Ledger.ObjectRecord(ctx, v)
-			}})
-		if err != nil {
+		var err error
+		if s.uploads, err = s.newUploads(uploadsPath); err != nil {
 			return nil, err
 		}
-		s.uploads = u
+		if !opts.NoConsole {
+			if s.consoleUploads, err = s.newUploads(console.UploadsPath); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if !opts.NoConsole {
+		c := console.Config{Admin: s.admin, Sessions: opts.Ledger, Views: opts.Ledger, Log: log, Now: opts.Now}
+		if s.consoleUploads != nil {
+			c.Uploads = s.consoleUploads
+		}
+		s.console = console.New(c)
 	}
 	for _, rt := range s.adminRoutes() {
 		if err := checkScope(rt); err != nil {
@@ -229,6 +243,20 @@ func New(opts Options) (*Server, error) {
 
 // uploadsPath is where resumable uploads are served (SPEC §11).
 const uploadsPath = "/v1/uploads/"
+
+// newUploads is the tus handler of resumable uploads at base: the admin
+// API's at /v1/uploads/, the console's at console.UploadsPath. Both keep
+// their state in the ledger and the store, so they serve the same uploads.
+func (s *Server) newUploads(base string) (*uploads.Handler, error) {
+	opts := s.Options
+	return uploads.New(uploads.Config{Store: opts.Store, Ledger: opts.Uploads, BasePath: base,
+		Expiry: opts.UploadExpiry, LockWait: opts.UploadLockWait, Logger: s.log,
+		// Stored exactly as PUT /v1/objects stores a version: recorded
+		// (with the audit entry of the request's actor) or deleted again.
+		Record: func(ctx context.Context, v storage.Version) error {
+			return opts.Ledger.ObjectRecord(ctx, v)
+		}})
+}
 
 // withDefaults returns o with the default of every option left zero: the
 // one place the gateway's defaults are applied (the configurable ones are

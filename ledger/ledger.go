@@ -453,6 +453,7 @@ type Ledger interface {
 	Keys
 	Audit
 	ConsoleSessions
+	Views
 	Health
 }
 

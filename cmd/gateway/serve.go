@@ -364,6 +364,8 @@ func gatewayOptions(cfg *config.Config, db *sqlcore.DB, store storage.Store, log
 		ObjectRetention: cfg.ObjectRetention, AuditRetention: cfg.AuditRetention,
 		// Unfinished resumable uploads (SPEC §11).
 		UploadExpiry: cfg.UploadExpiry,
+		// The operator console (SPEC §11).
+		NoConsole: !cfg.Console,
 	}
 }
 

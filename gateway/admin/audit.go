@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -17,8 +18,8 @@ import (
 // auditParams are the query parameters of GET /v1/audit (SPEC §6).
 var auditParams = []string{"actor", "action", "target_id", "after", "before", "cursor", "limit"}
 
-// auditEntryBody is an entry as GET /v1/audit shows it.
-type auditEntryBody struct {
+// AuditEntryBody is an entry as GET /v1/audit shows it.
+type AuditEntryBody struct {
 	ID    string `json:"id"`
 	At    string `json:"at"`
 	Actor struct {
@@ -71,30 +72,41 @@ func parseAuditQuery(v url.Values) (ledger.AuditQuery, string) {
 	return q, ""
 }
 
-// ListAudit serves GET /v1/audit: the audit trail newest first, a cursor
-// page at a time, filtered by actor, action, target and time.
+// AuditPageBody is the answer of GET /v1/audit.
+type AuditPageBody struct {
+	Entries    []AuditEntryBody `json:"entries"`
+	NextCursor string           `json:"next_cursor,omitempty"`
+}
+
+// ListAudit serves GET /v1/audit (AuditList).
 func (h *Handler) ListAudit(w http.ResponseWriter, r *http.Request) {
-	q, detail := parseAuditQuery(r.URL.Query())
-	if detail != "" {
-		problem.Write(w, r, problem.BadRequest, detail)
+	page, err := h.AuditList(r.Context(), r.URL.Query())
+	if err != nil {
+		h.writeError(w, r, err, problem.NotFound)
 		return
 	}
-	page, err := h.Audit.AuditList(r.Context(), q)
+	httpx.WriteJSON(w, http.StatusOK, page)
+}
+
+// AuditList returns a page of the audit trail newest first; q is GET
+// /v1/audit's query (actor, action, target_id, after, before, cursor,
+// limit). Errors: *Refusal (400), the ledger's.
+func (h *Handler) AuditList(ctx context.Context, v url.Values) (AuditPageBody, error) {
+	q, detail := parseAuditQuery(v)
+	if detail != "" {
+		return AuditPageBody{}, badRequest("", detail)
+	}
+	page, err := h.Audit.AuditList(ctx, q)
 	if errors.Is(err, ledger.ErrInvalid) {
 		// Every other parameter was checked above: it is the cursor.
-		problem.Write(w, r, problem.BadRequest, badCursor)
-		return
+		return AuditPageBody{}, badRequest("cursor", badCursor)
 	}
 	if err != nil {
-		problem.Fail(h.Log, w, r, err, problem.NotFound)
-		return
+		return AuditPageBody{}, err
 	}
-	out := struct {
-		Entries    []auditEntryBody `json:"entries"`
-		NextCursor string           `json:"next_cursor,omitempty"`
-	}{Entries: make([]auditEntryBody, 0, len(page.Entries)), NextCursor: page.Next}
+	out := AuditPageBody{Entries: make([]AuditEntryBody, 0, len(page.Entries)), NextCursor: page.Next}
 	for _, e := range page.Entries {
-		b := auditEntryBody{ID: e.ID, At: httpx.RFC3339(e.At), Action: e.Action, Details: e.Details}
+		b := AuditEntryBody{ID: e.ID, At: httpx.RFC3339(e.At), Action: e.Action, Details: e.Details}
 		b.Actor.KeyID, b.Actor.KeyName = e.Actor.KeyID, e.Actor.KeyName
 		b.Target.Type, b.Target.ID = e.Target.Type, e.Target.ID
 		if e.Actor.RequestID != "" {
@@ -105,5 +117,5 @@ func (h *Handler) ListAudit(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Entries = append(out.Entries, b)
 	}
-	httpx.WriteJSON(w, http.StatusOK, out)
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -23,16 +24,16 @@ import (
 // once, GET /v1/keys lists them without it, DELETE /v1/keys/{id} revokes
 // one. All three need keys:write.
 
-// createKeyRequest is the body of POST /v1/keys.
-type createKeyRequest struct {
+// KeyRequest is the body of POST /v1/keys.
+type KeyRequest struct {
 	Name      string   `json:"name"`
 	Scopes    []string `json:"scopes"`
 	ExpiresIn *int64   `json:"expires_in"`
 }
 
-// createdKeyBody is the answer of POST /v1/keys: the only one that
+// CreatedKeyBody is the answer of POST /v1/keys: the only one that
 // carries the key's text.
-type createdKeyBody struct {
+type CreatedKeyBody struct {
 	ID        string   `json:"id"`
 	Name      string   `json:"name"`
 	Scopes    []string `json:"scopes"`
@@ -41,8 +42,8 @@ type createdKeyBody struct {
 	ExpiresAt *string  `json:"expires_at"`
 }
 
-// keyBody is a key in GET /v1/keys.
-type keyBody struct {
+// KeyBody is a key in GET /v1/keys.
+type KeyBody struct {
 	ID         string   `json:"id"`
 	Name       string   `json:"name"`
 	Scopes     []string `json:"scopes"`
@@ -52,94 +53,105 @@ type keyBody struct {
 	LastUsedAt *string  `json:"last_used_at"`
 }
 
+// KeyPageBody is the answer of GET /v1/keys.
+type KeyPageBody struct {
+	Keys       []KeyBody `json:"keys"`
+	NextCursor string    `json:"next_cursor,omitempty"`
+}
+
 // maxKeyLifetime bounds expires_in, as a link's expiry is bounded.
 const maxKeyLifetime = 10 * 366 * 24 * time.Hour
 
-// CreateKey serves POST /v1/keys: a new key with the scopes asked for, its
-// text shown once. A key may only give scopes it holds itself (SPEC §6):
-// checked here against the caller's scopes for a clear 403, and again by
-// the ledger under the lock of the caller's key row, which also refuses a
-// caller revoked or expired meanwhile (401).
+// CreateKey serves POST /v1/keys (KeyCreate).
 func (h *Handler) CreateKey(w http.ResponseWriter, r *http.Request) {
-	var req createKeyRequest
+	var req KeyRequest
 	if !decodeJSON(w, r, &req) {
 		return
 	}
-	scopes, detail := req.validate()
-	if detail != "" {
-		problem.Write(w, r, problem.BadRequest, detail)
+	k, err := h.KeyCreate(r.Context(), req)
+	if err != nil {
+		h.writeError(w, r, err, problem.NotFound)
 		return
 	}
-	caller, _ := PrincipalOf(r.Context())
+	// RFC 9111 §5.2.2.5: the one answer with the key's text is kept by no
+	// cache.
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusCreated, k)
+}
+
+// KeyCreate makes a new key with the scopes asked for and returns it with
+// its text, which nothing shows again. A key may only give scopes it
+// holds itself (SPEC §6): checked here against the caller's scopes (the
+// Principal in ctx) for a clear 403, and again by the ledger under the
+// lock of the caller's key row, which also refuses a caller revoked or
+// expired meanwhile (401). Errors: *Refusal (400 naming the field, 403
+// insufficient-scope, 401), the ledger's.
+func (h *Handler) KeyCreate(ctx context.Context, req KeyRequest) (CreatedKeyBody, error) {
+	scopes, field, detail := req.validate()
+	if detail != "" {
+		return CreatedKeyBody{}, badRequest(field, detail)
+	}
+	caller, _ := PrincipalOf(ctx)
 	if missing := caller.Scopes.Missing(scopes); len(missing) > 0 {
-		h.refuseGiving(w, r, missing[0])
-		return
+		return CreatedKeyBody{}, h.refuseGiving(ctx, missing[0])
 	}
 	text, hash := apikey.New()
 	p := ledger.KeyCreateParams{Name: req.Name, Scopes: scopes, SecretHash: hash}
 	if req.ExpiresIn != nil {
 		p.ExpiresAt = h.now().Add(time.Duration(*req.ExpiresIn) * time.Second)
 	}
-	k, err := h.APIKeys.KeyCreate(r.Context(), p)
+	k, err := h.APIKeys.KeyCreate(ctx, p)
 	var se *ledger.ScopeError
 	switch {
 	case errors.As(err, &se):
-		h.refuseGiving(w, r, se.Missing)
-		return
+		return CreatedKeyBody{}, h.refuseGiving(ctx, se.Missing)
 	case errors.Is(err, ledger.ErrRefused):
 		// The caller's own key was revoked or expired after this process
 		// verified it: refused as it will be on its next request.
 		h.auth.forget(caller.KeyID)
-		h.Log.InfoContext(r.Context(), "key creation refused", "reason", ledger.ReasonOf(err), "key_id", caller.KeyID)
-		w.Header().Set("WWW-Authenticate", `Bearer realm="admin", error="invalid_token"`)
-		problem.Write(w, r, problem.AdminUnauthorized, "")
-		return
+		h.Log.InfoContext(ctx, "key creation refused", "reason", ledger.ReasonOf(err), "key_id", caller.KeyID)
+		return CreatedKeyBody{}, &Refusal{Problem: problem.AdminUnauthorized, Challenge: `Bearer realm="admin", error="invalid_token"`}
 	case errors.Is(err, ledger.ErrConflict):
 		// Two random 32-byte secrets alike: never, short of a broken
 		// random source. Not the idempotency conflict the table names.
-		problem.Fail(h.Log, w, r, errors.New("admin: the hash of a new key is taken"), problem.NotFound)
-		return
+		return CreatedKeyBody{}, errors.New("admin: the hash of a new key is taken")
 	case err != nil:
-		problem.Fail(h.Log, w, r, err, problem.NotFound)
-		return
+		return CreatedKeyBody{}, err
 	}
-	h.Log.InfoContext(r.Context(), "key created", "new_key_id", k.ID, "scopes", k.Scopes.String())
-	// RFC 9111 §5.2.2.5: the one answer with the key's text is kept by no
-	// cache.
-	w.Header().Set("Cache-Control", "no-store")
-	httpx.WriteJSON(w, http.StatusCreated, createdKeyBody{ID: k.ID, Name: k.Name, Scopes: k.Scopes.Strings(), Key: text,
-		CreatedAt: httpx.RFC3339(k.CreatedAt), ExpiresAt: httpx.RFC3339Ptr(k.ExpiresAt)})
+	h.Log.InfoContext(ctx, "key created", "new_key_id", k.ID, "scopes", k.Scopes.String())
+	return CreatedKeyBody{ID: k.ID, Name: k.Name, Scopes: k.Scopes.Strings(), Key: text,
+		CreatedAt: httpx.RFC3339(k.CreatedAt), ExpiresAt: httpx.RFC3339Ptr(k.ExpiresAt)}, nil
 }
 
-// refuseGiving answers the 403 of a key asked to give a scope it lacks.
-func (h *Handler) refuseGiving(w http.ResponseWriter, r *http.Request, missing apikey.Scope) {
-	h.Log.InfoContext(r.Context(), "key creation refused", "reason", "insufficient_scope", "scope", string(missing))
-	w.Header().Set("WWW-Authenticate", `Bearer realm="admin", error="insufficient_scope", scope="`+string(missing)+`"`)
-	problem.Write(w, r, problem.InsufficientScope,
-		"This key does not hold the scope "+string(missing)+"; a key can only give the scopes it holds.")
+// refuseGiving is the 403 of a key asked to give a scope it lacks.
+func (h *Handler) refuseGiving(ctx context.Context, missing apikey.Scope) *Refusal {
+	h.Log.InfoContext(ctx, "key creation refused", "reason", "insufficient_scope", "scope", string(missing))
+	return &Refusal{Problem: problem.InsufficientScope, Field: "scopes",
+		Detail:    "This key does not hold the scope " + string(missing) + "; a key can only give the scopes it holds.",
+		Challenge: `Bearer realm="admin", error="insufficient_scope", scope="` + string(missing) + `"`}
 }
 
-// validate returns the scopes asked for, or the one-line detail of a 400.
-// The rules are the ledger's (ledger.KeyCreateParams.Validate), worded for
-// the caller.
-func (req *createKeyRequest) validate() (apikey.Scopes, string) {
+// validate returns the scopes asked for, or the field and one-line
+// detail of a 400. The rules are the ledger's
+// (ledger.KeyCreateParams.Validate), worded for the caller.
+func (req *KeyRequest) validate() (apikey.Scopes, string, string) {
 	switch {
 	case !validKeyName(req.Name):
-		return 0, fmt.Sprintf("name must be 1 to %d characters, without control characters or spaces at either end.", ledger.MaxKeyName)
+		return 0, "name", fmt.Sprintf("name must be 1 to %d characters, without control characters or spaces at either end.", ledger.MaxKeyName)
 	case len(req.Scopes) == 0:
-		return 0, "scopes must name at least one scope: " + strings.Join(apikey.All().Strings(), ", ") + "."
+		return 0, "scopes", "scopes must name at least one scope: " + strings.Join(apikey.All().Strings(), ", ") + "."
 	case req.ExpiresIn != nil && (*req.ExpiresIn < 1 || *req.ExpiresIn > int64(maxKeyLifetime/time.Second)):
-		return 0, "expires_in must be between 1 second and 10 years."
+		return 0, "expires_in", "expires_in must be between 1 second and 10 years."
 	}
 	var scopes apikey.Scopes
 	for _, name := range req.Scopes {
 		sc, err := apikey.ParseScope(name)
 		if err != nil {
-			return 0, fmt.Sprintf("Unknown scope %s; the scopes are %s.", quoteShort(name), strings.Join(apikey.All().Strings(), ", "))
+			return 0, "scopes", fmt.Sprintf("Unknown scope %s; the scopes are %s.", quoteShort(name), strings.Join(apikey.All().Strings(), ", "))
 		}
 		scopes |= apikey.Of(sc)
 	}
-	return scopes, ""
+	return scopes, "", ""
 }
 
 // validKeyName is ledger's rule for a key's name.
@@ -166,55 +178,67 @@ func quoteShort(s string) string {
 // keyListParams are the query parameters of GET /v1/keys.
 var keyListParams = []string{"cursor", "limit"}
 
-// ListKeys serves GET /v1/keys: the keys newest first, revoked and expired
-// ones included, a cursor page at a time, never their text.
+// ListKeys serves GET /v1/keys (KeyList).
 func (h *Handler) ListKeys(w http.ResponseWriter, r *http.Request) {
-	cursor, limit, detail := parsePage(r.URL.Query(), keyListParams)
-	if detail != "" {
-		problem.Write(w, r, problem.BadRequest, detail)
-		return
-	}
-	page, err := h.APIKeys.KeyList(r.Context(), cursor, limit)
-	if errors.Is(err, ledger.ErrInvalid) {
-		problem.Write(w, r, problem.BadRequest, badCursor)
-		return
-	}
+	page, err := h.KeyList(r.Context(), r.URL.Query())
 	if err != nil {
-		problem.Fail(h.Log, w, r, err, problem.NotFound)
+		h.writeError(w, r, err, problem.NotFound)
 		return
 	}
-	out := struct {
-		Keys       []keyBody `json:"keys"`
-		NextCursor string    `json:"next_cursor,omitempty"`
-	}{Keys: make([]keyBody, 0, len(page.Keys)), NextCursor: page.Next}
-	for _, k := range page.Keys {
-		out.Keys = append(out.Keys, keyBody{ID: k.ID, Name: k.Name, Scopes: k.Scopes.Strings(), CreatedAt: httpx.RFC3339(k.CreatedAt),
-			ExpiresAt: httpx.RFC3339Ptr(k.ExpiresAt), RevokedAt: httpx.RFC3339Ptr(k.RevokedAt), LastUsedAt: httpx.RFC3339Ptr(k.LastUsedAt)})
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, page)
 }
 
-// RevokeKey serves DELETE /v1/keys/{id}: the key is refused from now on,
-// by this process at once and by every other within KeyCacheTTL, and its
-// console sessions end. Revoking a revoked key is 204 again.
+// KeyList returns a page of keys newest first, revoked and expired ones
+// included, never their text; q is GET /v1/keys's query (cursor, limit).
+// Errors: *Refusal (400), the ledger's.
+func (h *Handler) KeyList(ctx context.Context, q url.Values) (KeyPageBody, error) {
+	cursor, limit, detail := parsePage(q, keyListParams)
+	if detail != "" {
+		return KeyPageBody{}, badRequest("", detail)
+	}
+	page, err := h.APIKeys.KeyList(ctx, cursor, limit)
+	if errors.Is(err, ledger.ErrInvalid) {
+		return KeyPageBody{}, badRequest("cursor", badCursor)
+	}
+	if err != nil {
+		return KeyPageBody{}, err
+	}
+	out := KeyPageBody{Keys: make([]KeyBody, 0, len(page.Keys)), NextCursor: page.Next}
+	for _, k := range page.Keys {
+		out.Keys = append(out.Keys, KeyBody{ID: k.ID, Name: k.Name, Scopes: k.Scopes.Strings(), CreatedAt: httpx.RFC3339(k.CreatedAt),
+			ExpiresAt: httpx.RFC3339Ptr(k.ExpiresAt), RevokedAt: httpx.RFC3339Ptr(k.RevokedAt), LastUsedAt: httpx.RFC3339Ptr(k.LastUsedAt)})
+	}
+	return out, nil
+}
+
+// RevokeKey serves DELETE /v1/keys/{id} (KeyRevoke).
 func (h *Handler) RevokeKey(w http.ResponseWriter, r *http.Request) {
-	id := mux.Vars(r)["id"]
-	err := h.APIKeys.KeyRevoke(r.Context(), id)
+	if err := h.KeyRevoke(r.Context(), mux.Vars(r)["id"]); err != nil {
+		h.writeError(w, r, err, problem.NotFound)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// KeyRevoke revokes the key id: it is refused from now on, by this
+// process at once and by every other within KeyCacheTTL, and its console
+// sessions end. Revoking a revoked key succeeds again. Errors: *Refusal
+// (404), the ledger's.
+func (h *Handler) KeyRevoke(ctx context.Context, id string) error {
+	err := h.APIKeys.KeyRevoke(ctx, id)
 	if errors.Is(err, ledger.ErrNotFound) {
 		detail := ""
 		if id == ledger.BootstrapKeyID {
 			detail = "The bootstrap admin token is not a key: replace GATEWAY_ADMIN_TOKEN to retire it."
 		}
-		problem.Write(w, r, problem.NotFound, detail)
-		return
+		return refuse(problem.NotFound, "", detail)
 	}
 	if err != nil {
-		problem.Fail(h.Log, w, r, err, problem.NotFound)
-		return
+		return err
 	}
 	h.auth.forget(id)
-	h.Log.InfoContext(r.Context(), "key revoked", "revoked_key_id", id)
-	w.WriteHeader(http.StatusNoContent)
+	h.Log.InfoContext(ctx, "key revoked", "revoked_key_id", id)
+	return nil
 }
 
 // badCursor is the detail of a 400 for a cursor the ledger refused.

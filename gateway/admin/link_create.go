@@ -1,10 +1,8 @@
 package admin
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
-	"path"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -12,9 +10,7 @@ import (
 	"github.com/dlgate/dlgate/gateway/httpx"
 	"github.com/dlgate/dlgate/gateway/problem"
 	"github.com/dlgate/dlgate/ledger"
-	"github.com/dlgate/dlgate/storage"
 	"github.com/dlgate/dlgate/token"
-	"github.com/google/uuid"
 )
 
 // createLinkRequest is the body of POST /v1/links (SPEC §6).
@@ -98,72 +94,28 @@ const maxDownloads = 1_000_000
 // lastExpiry is the latest expires_at every database can store.
 var lastExpiry = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
 
-// CreateLink serves POST /v1/links (SPEC §6): it pins the object version and creates the link.
+// CreateLink serves POST /v1/links (SPEC §6) (LinkCreate): 201 with the
+// new link, 200 with the one an Idempotency-Key already made.
 func (h *Handler) CreateLink(w http.ResponseWriter, r *http.Request) {
 	var req createLinkRequest
 	if !decodeJSON(w, r, &req) {
 		return
 	}
-	if req.Object.Key != "" && storage.ValidateKey(req.Object.Key) != nil {
-		problem.Write(w, r, problem.InvalidKey, "object.key must be at most 1024 bytes of UTF-8 without control characters or backslashes, must not start with \"/\", and must have no \".\" or \"..\" segment.")
-		return
-	}
-	if msg := req.validate(h.now()); msg != "" {
-		problem.Write(w, r, problem.BadRequest, msg)
-		return
-	}
-	key := r.Header.Get("Idempotency-Key")
-	if _, present := r.Header["Idempotency-Key"]; present && !httpx.ValidIdempotencyKey(key) {
-		problem.Write(w, r, problem.BadRequest, "Idempotency-Key must be 1 to 255 visible ASCII characters.")
-		return
-	}
-	v, err := h.Store.Stat(r.Context(), storage.Ref{Bucket: req.Object.Bucket, Key: req.Object.Key, VersionID: req.Object.VersionID})
-	if errors.Is(err, storage.ErrNotFound) {
-		problem.Write(w, r, problem.ObjectNotFound, "No object (or no such version) at that key.")
-		return
-	}
+	_, keyGiven := r.Header["Idempotency-Key"]
+	l, created, err := h.LinkCreate(r.Context(), req, r.Header.Get("Idempotency-Key"), keyGiven)
 	if err != nil {
-		problem.Fail(h.Log, w, r, err, problem.NotFound)
-		return
-	}
-	expires := h.now()
-	if req.ExpiresIn != nil {
-		expires = expires.Add(time.Duration(*req.ExpiresIn) * time.Second)
-	} else {
-		expires = ledger.Micro(*req.ExpiresAt)
-	}
-	if req.Delivery == "" {
-		req.Delivery = ledger.DeliveryStream
-	}
-	filename := req.Filename
-	if filename == "" {
-		filename = path.Base(v.Key)
-	}
-	id := uuid.Must(uuid.NewV7()).String()
-	l := &ledger.Link{
-		ID: id, TokenHash: token.Hash(h.Keys.Derive(token.Link, id)),
-		Object:   v,
-		Filename: httpx.CleanFilename(filename), AccountID: req.AccountID, Allowance: req.Downloads, Remaining: req.Downloads,
-		ExpiresAt: expires, Delivery: req.Delivery, Confirm: req.Confirm, Retries: req.Retries, IdempotencyKey: key,
-	}
-	if req.Session != nil {
-		l.Session = ledger.SessionSettings{TTL: time.Duration(req.Session.TTL) * time.Second,
-			ByteBudget: req.Session.ByteBudget, MaxConcurrency: req.Session.MaxConcurrency}
-	}
-	out, created, err := h.Admin.LinkCreate(r.Context(), l)
-	if err != nil {
-		problem.Fail(h.Log, w, r, err, problem.NotFound)
+		h.writeError(w, r, err, problem.NotFound)
 		return
 	}
 	status := http.StatusCreated
 	if !created {
 		status = http.StatusOK
 	}
-	h.Log.InfoContext(r.Context(), "link created", "link_id", out.ID, "created", created, "downloads", out.Allowance)
-	httpx.WriteJSON(w, status, h.linkBody(out))
+	httpx.WriteJSON(w, status, l)
 }
 
-// validate returns a one-line reason the request is unacceptable, or "".
+// validate returns the field and one-line reason that make the request
+// unacceptable, or two empty strings.
 // The key rules are checked before it (400 invalid-key).
 //
 // Lengths are counted as the data's limits count them: account_id in
@@ -173,44 +125,44 @@ func (h *Handler) CreateLink(w http.ResponseWriter, r *http.Request) {
 // it is only an input bound (the column holds 1024 characters, and the
 // name is stored cut to 255 bytes, a file system's limit); object.key in
 // bytes, S3's limit (storage.MaxKeyLen).
-func (req *createLinkRequest) validate(now time.Time) string {
+func (req *createLinkRequest) validate(now time.Time) (field, detail string) {
 	switch {
 	case req.Object.Key == "":
-		return "object.key is required."
+		return "object.key", "object.key is required."
 	case req.Downloads < 1 || req.Downloads > maxDownloads:
-		return fmt.Sprintf("downloads must be between 1 and %d.", maxDownloads)
+		return "downloads", fmt.Sprintf("downloads must be between 1 and %d.", maxDownloads)
 	case (req.ExpiresIn == nil) == (req.ExpiresAt == nil):
-		return "Give exactly one of expires_in (seconds) and expires_at (RFC 3339)."
+		return "expires_in", "Give exactly one of expires_in (seconds) and expires_at (RFC 3339)."
 	case req.ExpiresIn != nil && (*req.ExpiresIn < 1 || *req.ExpiresIn > 10*366*24*3600):
-		return "expires_in must be between 1 second and 10 years."
+		return "expires_in", "expires_in must be between 1 second and 10 years."
 	case req.ExpiresAt != nil && !req.ExpiresAt.After(now):
-		return "expires_at must be in the future."
+		return "expires_at", "expires_at must be in the future."
 	case req.ExpiresAt != nil && req.ExpiresAt.After(lastExpiry):
 		// What MySQL's DATETIME holds; the ledger refuses the same on
 		// every backend. "9999-12-31T23:59:59-05:00" is already 10000.
-		return "expires_at must be at most 9999-12-31T23:59:59Z."
+		return "expires_at", "expires_at must be at most 9999-12-31T23:59:59Z."
 	case req.Delivery != "" && req.Delivery != ledger.DeliveryStream && req.Delivery != ledger.DeliverySession:
-		return `delivery must be "stream" or "session".`
+		return "delivery", `delivery must be "stream" or "session".`
 	case req.Retries < 0 || req.Retries > ledger.MaxRetries:
-		return fmt.Sprintf("retries must be between 0 and %d.", ledger.MaxRetries)
+		return "retries", fmt.Sprintf("retries must be between 0 and %d.", ledger.MaxRetries)
 	case req.Retries > 0 && req.Delivery == ledger.DeliverySession:
 		// A session's client resumes within its budget; retries serve
 		// an interrupted stream download again (SPEC §1).
-		return `retries applies to delivery "stream"; a session link's client resumes within its session.`
+		return "retries", `retries applies to delivery "stream"; a session link's client resumes within its session.`
 	case len(req.AccountID) > 255 || strings.ContainsFunc(req.AccountID, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		return "account_id must be at most 255 bytes (of UTF-8, not characters) without control characters."
+		return "account_id", "account_id must be at most 255 bytes (of UTF-8, not characters) without control characters."
 	case utf8.RuneCountInString(req.Filename) > 1024:
-		return "filename must be at most 1024 characters."
+		return "filename", "filename must be at most 1024 characters."
 	}
 	if s := req.Session; s != nil {
 		switch {
 		case s.TTL < 0 || s.TTL > 30*24*3600:
-			return "session.ttl must be between 0 (default) and 30 days in seconds."
+			return "session.ttl", "session.ttl must be between 0 (default) and 30 days in seconds."
 		case s.ByteBudget < 0:
-			return "session.byte_budget must not be negative (0 means the default)."
+			return "session.byte_budget", "session.byte_budget must not be negative (0 means the default)."
 		case s.MaxConcurrency < 0 || s.MaxConcurrency > 64:
-			return "session.max_concurrency must be between 0 (default) and 64."
+			return "session.max_concurrency", "session.max_concurrency must be between 0 (default) and 64."
 		}
 	}
-	return ""
+	return "", ""
 }

@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -21,33 +20,33 @@ import (
 var listParams = []string{"cursor", "limit", "account", "object_key", "state", "created_after", "created_before"}
 
 // parseListQuery reads GET /v1/links's query into a ledger query, or
-// returns the one-line detail of a 400. The cursor is checked by the
+// returns the 400 naming the parameter. The cursor is checked by the
 // ledger, which alone knows its format.
-func parseListQuery(v url.Values) (ledger.ListQuery, string) {
+func parseListQuery(v url.Values) (ledger.ListQuery, *Refusal) {
 	var q ledger.ListQuery
 	if d := checkParams(v, listParams); d != "" {
-		return q, d
+		return q, badRequest("", d)
 	}
 	q.Cursor = v.Get("cursor")
 	if s := v.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > ledger.MaxListLimit {
-			return q, fmt.Sprintf("limit must be a whole number between 1 and %d.", ledger.MaxListLimit)
+			return q, badRequest("limit", fmt.Sprintf("limit must be a whole number between 1 and %d.", ledger.MaxListLimit))
 		}
 		q.Limit = n
 	}
 	q.AccountID = v.Get("account")
 	if len(q.AccountID) > 255 || strings.ContainsFunc(q.AccountID, isControl) {
-		return q, "account must be at most 255 bytes (of UTF-8, not characters) without control characters."
+		return q, badRequest("account", "account must be at most 255 bytes (of UTF-8, not characters) without control characters.")
 	}
 	q.ObjectKey = v.Get("object_key")
 	if len(q.ObjectKey) > 1024 {
-		return q, "object_key must be at most 1024 bytes."
+		return q, badRequest("object_key", "object_key must be at most 1024 bytes.")
 	}
 	if s := v.Get("state"); s != "" {
 		st, err := ledger.ParseLinkState(s)
 		if err != nil {
-			return q, "state must be one of active, exhausted, expired, revoked."
+			return q, badRequest("state", "state must be one of active, exhausted, expired, revoked.")
 		}
 		q.State = st
 	}
@@ -58,12 +57,12 @@ func parseListQuery(v url.Values) (ledger.ListQuery, string) {
 		if s := v.Get(b.name); s != "" {
 			t, err := time.Parse(time.RFC3339, s)
 			if err != nil {
-				return q, b.name + " must be an RFC 3339 time, like 2030-01-02T03:04:05Z."
+				return q, badRequest(b.name, b.name+" must be an RFC 3339 time, like 2030-01-02T03:04:05Z.")
 			}
 			*b.t = t
 		}
 	}
-	return q, ""
+	return q, nil
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
@@ -76,34 +75,14 @@ type linkListItem struct {
 	Token *string `json:"token,omitempty"`
 }
 
-// ListLinks serves GET /v1/links: a cursor page of links, newest first, filtered.
+// ListLinks serves GET /v1/links (LinkList).
 func (h *Handler) ListLinks(w http.ResponseWriter, r *http.Request) {
-	q, detail := parseListQuery(r.URL.Query())
-	if detail != "" {
-		problem.Write(w, r, problem.BadRequest, detail)
-		return
-	}
-	page, err := h.Admin.LinkList(r.Context(), q)
-	if errors.Is(err, ledger.ErrInvalid) {
-		// Every other parameter was checked above: it is the cursor.
-		problem.Write(w, r, problem.BadRequest, badCursor)
-		return
-	}
+	page, err := h.LinkList(r.Context(), r.URL.Query())
 	if err != nil {
-		problem.Fail(h.Log, w, r, err, problem.NotFound)
+		h.writeError(w, r, err, problem.NotFound)
 		return
 	}
-	out := struct {
-		Links      []linkListItem `json:"links"`
-		NextCursor string         `json:"next_cursor,omitempty"`
-	}{Links: make([]linkListItem, 0, len(page.Links)), NextCursor: page.Next}
-	for i := range page.Links {
-		st := &page.Links[i]
-		item := linkListItem{linkBody: h.linkBody(&st.Link)}
-		item.Grants, item.Deliveries, item.ActiveSessions = &st.Grants, &st.Deliveries, &st.ActiveSessions
-		out.Links = append(out.Links, item)
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, page)
 }
 
 type allowanceChangeBody struct {
@@ -128,55 +107,34 @@ func (h *Handler) AllowanceChanges(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
-// ShowLink serves GET /v1/links/{id}: the link with its counts.
+// ShowLink serves GET /v1/links/{id} (LinkShow).
 func (h *Handler) ShowLink(w http.ResponseWriter, r *http.Request) {
-	h.showLink(w, r, http.StatusOK)
+	h.writeLink(w, r)(h.LinkShow(r.Context(), mux.Vars(r)["id"]))
 }
 
-func (h *Handler) showLink(w http.ResponseWriter, r *http.Request, status int) {
-	st, err := h.Admin.LinkGet(r.Context(), mux.Vars(r)["id"])
-	if err != nil {
-		problem.Fail(h.Log, w, r, err, problem.NotFound)
-		return
-	}
-	b := h.linkBody(&st.Link)
-	b.Grants, b.Deliveries, b.ActiveSessions = &st.Grants, &st.Deliveries, &st.ActiveSessions
-	httpx.WriteJSON(w, status, b)
-}
-
-// RevokeLink serves POST /v1/links/{id}/revoke; idempotent, and it ends the link's sessions.
+// RevokeLink serves POST /v1/links/{id}/revoke (LinkRevoke).
 func (h *Handler) RevokeLink(w http.ResponseWriter, r *http.Request) {
-	id := mux.Vars(r)["id"]
-	if err := h.Admin.LinkRevoke(r.Context(), id); err != nil {
-		problem.Fail(h.Log, w, r, err, problem.NotFound)
-		return
-	}
-	h.Log.InfoContext(r.Context(), "link revoked", "link_id", id)
-	// Its sessions die at once on this process; elsewhere within WarmRowTTL.
-	h.Warm.ForgetLink(id)
-	h.showLink(w, r, http.StatusOK)
+	h.writeLink(w, r)(h.LinkRevoke(r.Context(), mux.Vars(r)["id"]))
 }
 
-// AddAllowance serves POST /v1/links/{id}/allowance: a top-up with its reason.
+// AddAllowance serves POST /v1/links/{id}/allowance (AllowanceAdd).
 func (h *Handler) AddAllowance(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Add    int    `json:"add"`
-		Reason string `json:"reason"`
-	}
+	var req AllowanceRequest
 	if !decodeJSON(w, r, &req) {
 		return
 	}
-	if req.Add < 1 || req.Add > maxDownloads || len(req.Reason) > 1024 {
-		problem.Write(w, r, problem.BadRequest, fmt.Sprintf("add must be between 1 and %d; reason at most 1024 bytes.", maxDownloads))
-		return
+	h.writeLink(w, r)(h.AllowanceAdd(r.Context(), mux.Vars(r)["id"], req))
+}
+
+// writeLink answers a core's link (200) or its error.
+func (h *Handler) writeLink(w http.ResponseWriter, r *http.Request) func(LinkBody, error) {
+	return func(b LinkBody, err error) {
+		if err != nil {
+			h.writeError(w, r, err, problem.NotFound)
+			return
+		}
+		httpx.WriteJSON(w, http.StatusOK, b)
 	}
-	id := mux.Vars(r)["id"]
-	if err := h.Admin.AllowanceAdd(r.Context(), id, req.Add, req.Reason); err != nil {
-		problem.Fail(h.Log, w, r, err, problem.NotFound)
-		return
-	}
-	h.Log.InfoContext(r.Context(), "allowance added", "link_id", id, "added", req.Add)
-	h.showLink(w, r, http.StatusOK)
 }
 
 type grantBody struct {
@@ -223,48 +181,12 @@ func rfc3339OrNull(t *time.Time) *string {
 	return &s
 }
 
-// Grants serves GET /v1/links/{id}/grants: the link's grants, newest
-// first, paginated, each with its delivery; ?delivery= keeps the grants
-// of one delivery status (SPEC §6).
+// Grants serves GET /v1/links/{id}/grants (GrantList).
 func (h *Handler) Grants(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	limit := 100
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 500 {
-			problem.Write(w, r, problem.BadRequest, "limit must be between 1 and 500.")
-			return
-		}
-		limit = n
-	}
-	var delivery ledger.DeliveryStatus
-	if v, present := q["delivery"]; present {
-		d, err := ledger.ParseDeliveryStatus(q.Get("delivery"))
-		if err != nil || len(v) > 1 {
-			problem.Write(w, r, problem.BadRequest, "delivery must be one of none, partial, complete, given once.")
-			return
-		}
-		delivery = d
-	}
-	p, err := h.Admin.GrantList(r.Context(), ledger.GrantQuery{LinkID: mux.Vars(r)["id"], Cursor: q.Get("cursor"), Limit: limit, Delivery: delivery})
+	page, err := h.GrantList(r.Context(), mux.Vars(r)["id"], r.URL.Query())
 	if err != nil {
-		problem.Fail(h.Log, w, r, err, problem.NotFound)
+		h.writeError(w, r, err, problem.NotFound)
 		return
 	}
-	out := struct {
-		Grants     []grantBody `json:"grants"`
-		NextCursor string      `json:"next_cursor,omitempty"`
-	}{Grants: []grantBody{}, NextCursor: p.Next}
-	for _, g := range p.Grants {
-		b := grantBody{ID: g.ID, Kind: g.Kind, Status: g.Status, Client: g.Client, CreatedAt: httpx.RFC3339(g.CreatedAt),
-			AffinityReuses: g.AffinityReuses, Delivery: deliveryOf(g.Delivery), RefundedAt: rfc3339OrNull(g.RefundedAt)}
-		if g.AccountID != "" {
-			b.AccountID = &g.AccountID
-		}
-		if g.SessionID != "" {
-			b.SessionID = &g.SessionID
-		}
-		out.Grants = append(out.Grants, b)
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, page)
 }

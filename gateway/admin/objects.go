@@ -59,19 +59,19 @@ const pathKeyRules = `The key (the path after /v1/objects/, percent-decoded) mus
 // unclean paths (checksOwnPath) for this check to refuse.
 func pathKey(r *http.Request) (string, bool) {
 	key, err := url.PathUnescape(mux.Vars(r)["key"])
-	if err != nil || storage.ValidateKey(key) != nil || strings.Contains(key, "//") || strings.HasSuffix(key, "/") {
+	if err != nil || !validPathKey(key) {
 		return "", false
 	}
 	return key, true
 }
 
-// DeleteObject deletes one version the gateway stored (SPEC §6):
-// 404 for a version it did not store or already deleted, 409 while a live
-// link or session pins it (unless force=true, which revokes them first),
-// 204 once the store deleted it. The ledger decides and marks the version
-// deleting before the store is asked, so no link can pin it meanwhile; a
-// store failure answers 502/504 and leaves the deletion to the sweeper,
-// which retries it.
+// validPathKey is pathKey's rule for a decoded key.
+func validPathKey(key string) bool {
+	return storage.ValidateKey(key) == nil && !strings.Contains(key, "//") && !strings.HasSuffix(key, "/")
+}
+
+// DeleteObject serves DELETE /v1/objects/{key}?version_id=…[&force=…]
+// [&bucket=…] (ObjectDelete).
 func (h *Handler) DeleteObject(w http.ResponseWriter, r *http.Request) {
 	key, ok := pathKey(r)
 	if !ok {
@@ -79,61 +79,83 @@ func (h *Handler) DeleteObject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	vid := q.Get("version_id")
-	if vid == "" {
-		problem.Write(w, r, problem.BadRequest, "version_id is required: the gateway deletes one version at a time.")
-		return
-	}
-	force := false
+	req := ObjectDeleteRequest{Bucket: q.Get("bucket"), Key: key, VersionID: q.Get("version_id")}
 	if f := q.Get("force"); f != "" {
 		var err error
-		if force, err = strconv.ParseBool(f); err != nil {
+		if req.Force, err = strconv.ParseBool(f); err != nil {
 			problem.Write(w, r, problem.BadRequest, "force must be true or false.")
 			return
 		}
 	}
+	if err := h.ObjectDelete(r.Context(), req); err != nil {
+		h.writeError(w, r, err, problem.VersionNotStored, "key", key, "version_id", req.VersionID)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// ObjectDeleteRequest names the version DELETE /v1/objects deletes.
+type ObjectDeleteRequest struct {
+	Bucket    string // "" is the store's default
+	Key       string // decoded
+	VersionID string
+	// Force revokes the live links and sessions that pin the version
+	// first.
+	Force bool
+}
+
+// ObjectDelete deletes one version the gateway stored (SPEC §6): refused
+// for a version it did not store or already deleted (404), and while a
+// live link or session pins it (409 naming how many) unless req.Force,
+// which revokes them first. The ledger decides and marks the version
+// deleting before the store is asked, so no link can pin it meanwhile; a
+// store failure is returned (502/504) and leaves the deletion to the
+// sweeper, which retries it. Errors: *Refusal, the ledger's and the
+// store's.
+func (h *Handler) ObjectDelete(ctx context.Context, req ObjectDeleteRequest) error {
+	key, vid := req.Key, req.VersionID
+	if !validPathKey(key) {
+		return refuse(problem.InvalidKey, "key", pathKeyRules)
+	}
+	if vid == "" {
+		return badRequest("version_id", "version_id is required: the gateway deletes one version at a time.")
+	}
 	deleter, ok := h.Store.(storage.Deleter)
 	if !ok {
-		problem.Write(w, r, problem.DeleteUnsupported, "")
-		return
+		return refuse(problem.DeleteUnsupported, "", "")
 	}
 	// The store names the bucket that "" stands for; the ledger records
 	// versions by their real bucket.
-	v, err := h.Store.Stat(r.Context(), storage.Ref{Bucket: q.Get("bucket"), Key: key, VersionID: vid})
+	v, err := h.Store.Stat(ctx, storage.Ref{Bucket: req.Bucket, Key: key, VersionID: vid})
 	if errors.Is(err, storage.ErrNotFound) {
-		h.Log.InfoContext(r.Context(), "object deletion refused", "key", key, "version_id", vid, "reason", "not in the store")
-		problem.Write(w, r, problem.VersionNotStored, "")
-		return
+		h.Log.InfoContext(ctx, "object deletion refused", "key", key, "version_id", vid, "reason", "not in the store")
+		return refuse(problem.VersionNotStored, "", "")
 	}
 	if err != nil {
-		problem.Fail(h.Log, w, r, err, problem.VersionNotStored, "key", key, "version_id", vid)
-		return
+		return err
 	}
-	d, err := h.Objects.DeletionBegin(r.Context(), v.Bucket, v.Key, v.VersionID, force)
+	d, err := h.Objects.DeletionBegin(ctx, v.Bucket, v.Key, v.VersionID, req.Force)
 	var pinned *ledger.PinnedError
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
-		h.Log.InfoContext(r.Context(), "object deletion refused", "key", key, "version_id", vid, "reason", "not stored by the gateway")
-		problem.Write(w, r, problem.VersionNotStored, "")
-		return
+		h.Log.InfoContext(ctx, "object deletion refused", "key", key, "version_id", vid, "reason", "not stored by the gateway")
+		return refuse(problem.VersionNotStored, "", "")
 	case errors.As(err, &pinned):
-		h.Log.InfoContext(r.Context(), "object deletion refused", "key", key, "version_id", vid, "reason", "pinned",
+		h.Log.InfoContext(ctx, "object deletion refused", "key", key, "version_id", vid, "reason", "pinned",
 			"live_links", pinned.Links, "live_sessions", pinned.Sessions)
-		problem.Write(w, r, problem.ObjectPinned, fmt.Sprintf("%s and %s pin this version; revoke them first or pass force=true.",
+		return refuse(problem.ObjectPinned, "force", fmt.Sprintf("%s and %s pin this version; revoke them first or pass force=true.",
 			count(pinned.Links, "live link"), count(pinned.Sessions, "live session")))
-		return
 	case err != nil:
-		problem.Fail(h.Log, w, r, err, problem.VersionNotStored, "key", key, "version_id", vid)
-		return
+		return err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), StoreDeleteTimeout)
+	dctx, cancel := context.WithTimeout(ctx, StoreDeleteTimeout)
 	defer cancel()
-	if err := h.DeleteVersion(ctx, deleter, *d); err != nil {
-		problem.Fail(h.Log, w, r, err, problem.VersionNotStored, "key", key, "version_id", vid, "retry", "by the sweeper")
-		return
+	if err := h.DeleteVersion(dctx, deleter, *d); err != nil {
+		h.Log.WarnContext(ctx, "object deletion left to the sweeper", "key", key, "version_id", vid, "err", err)
+		return err
 	}
-	h.Log.InfoContext(r.Context(), "object deleted", "key", v.Key, "version_id", v.VersionID, "forced", force)
-	w.WriteHeader(http.StatusNoContent)
+	h.Log.InfoContext(ctx, "object deleted", "key", v.Key, "version_id", v.VersionID, "forced", req.Force)
+	return nil
 }
 
 // DeleteVersion deletes d's version from the store and reports the outcome

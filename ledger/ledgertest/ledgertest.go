@@ -70,6 +70,7 @@ func Exercise(t *testing.T, newLedger NewLedger) {
 	t.Run("Inputs", func(t *testing.T) { exerciseInputs(t, newLedger) })
 	t.Run("Keys", func(t *testing.T) { exerciseKeys(t, newLedger) })
 	t.Run("Console", func(t *testing.T) { exerciseConsole(t, newLedger) })
+	t.Run("Views", func(t *testing.T) { exerciseViews(t, newLedger) })
 }
 
 type env struct {

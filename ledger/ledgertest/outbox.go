@@ -36,6 +36,7 @@ func ExerciseOutbox(t *testing.T, newLedger NewOutboxLedger) {
 		}
 		return &env{l: l, clock: c, ctx: t.Context()}, o
 	}
+	t.Run("Views", func(t *testing.T) { exerciseEventViews(t, open) })
 
 	t.Run("EachChangeWritesExactlyItsEventsInOrder", func(t *testing.T) {
 		t.Parallel()
