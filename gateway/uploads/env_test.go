@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/dlgate/dlgate/gateway/uploads"
 	"github.com/dlgate/dlgate/internal/testenv"
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/ledger/mysql"
@@ -30,7 +31,6 @@ import (
 	"github.com/dlgate/dlgate/storage"
 	"github.com/dlgate/dlgate/storage/fs"
 	"github.com/dlgate/dlgate/storage/s3"
-	"github.com/dlgate/dlgate/gateway/uploads"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

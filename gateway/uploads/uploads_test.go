@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgate/dlgate/gateway/uploads"
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/storage"
-	"github.com/dlgate/dlgate/gateway/uploads"
 )
 
 // size is an upload of two and a half S3 parts of the tests' 5 MiB.
