@@ -17,11 +17,19 @@ import (
 // it) or finds none (ErrNotFound: nothing was spent). When the database
 // cannot answer that either, the refund is retried in the background
 // until it can (refundLater).
+//
+// The refund before the answer is short (refundWait): the claim has
+// usually spent the request's whole wait (GATEWAY_DB_TIMEOUT) on the
+// COMMIT and on the ledger's own read-back of it, and a request is
+// answered within that wait plus this grace, never two waits (a frozen
+// database once held such a 503 for 4 s against a 2 s timeout). The
+// client gets its 503 either way; what the grace does not settle, the
+// background does.
 
 // refundWait bounds the refund made before the 503; refundRetries bound
 // the background retries after it (about an hour in all).
 const (
-	refundWait     = 2 * time.Second
+	refundWait     = 500 * time.Millisecond
 	refundRetries  = 20
 	refundMaxPause = 5 * time.Minute
 )
