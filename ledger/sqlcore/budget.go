@@ -55,10 +55,3 @@ func (s *DB) BudgetReturn(ctx context.Context, sessionID string, n int64) error 
 	_, err := s.exec(ctx, s.q(returnSQL), n, n, s.dbNow(), sessionID)
 	return err
 }
-
-// returnSQL gives back unsent budget and notes when a process reported on
-// the session, by the database's clock. The CASE is a floor: a return can
-// never push the counter below zero even if a caller returned more than
-// it drew. Arguments: n, n, now, session id.
-const returnSQL = `UPDATE sessions SET bytes_drawn = CASE WHEN bytes_drawn > ? THEN bytes_drawn - ? ELSE 0 END,
-  reported_at = {now} WHERE id = ?`

@@ -36,17 +36,6 @@ func (s *DB) LinkClaim(ctx context.Context, hash []byte, req ledger.ClaimRequest
 	return o, err
 }
 
-func newGrant(req ledger.ClaimRequest, now time.Time, sessionID string) *ledger.Grant {
-	client := req.Client
-	if len(client) > 255 {
-		client = client[:255]
-	}
-	return &ledger.Grant{
-		ID: newID(), LinkID: req.LinkID, Kind: req.Kind, AccountID: req.AccountID,
-		Status: ledger.StatusGranted, CreatedAt: now, Client: client, SessionID: sessionID,
-	}
-}
-
 // GrantRefund restores the allowance of a granted claim and marks its grant
 // refunded, in one transaction; a second refund changes nothing. The
 // session of a refunded session grant is revoked with it: nobody was told

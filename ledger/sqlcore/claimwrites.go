@@ -300,3 +300,14 @@ func stringsAny(ss []string) []any {
 	}
 	return out
 }
+
+func newGrant(req ledger.ClaimRequest, now time.Time, sessionID string) *ledger.Grant {
+	client := req.Client
+	if len(client) > 255 {
+		client = client[:255]
+	}
+	return &ledger.Grant{
+		ID: newID(), LinkID: req.LinkID, Kind: req.Kind, AccountID: req.AccountID,
+		Status: ledger.StatusGranted, CreatedAt: now, Client: client, SessionID: sessionID,
+	}
+}

@@ -489,3 +489,24 @@ func (s *DB) grantByID(ctx context.Context, q interface {
 	}
 	return g, size, err
 }
+
+func validAffinityKeys(keys []string) error {
+	for _, k := range keys {
+		if k == "" || len(k) > ledger.MaxAffinityKey {
+			return fmt.Errorf("%w: an affinity key is 1 to %d characters", ledger.ErrInvalid, ledger.MaxAffinityKey)
+		}
+		for i := 0; i < len(k); i++ {
+			if k[i] <= 0x20 || k[i] > 0x7e {
+				return fmt.Errorf("%w: an affinity key is visible ASCII", ledger.ErrInvalid)
+			}
+		}
+	}
+	return nil
+}
+
+// returnSQL gives back unsent budget and notes when a process reported on
+// the session, by the database's clock. The CASE is a floor: a return can
+// never push the counter below zero even if a caller returned more than
+// it drew. Arguments: n, n, now, session id.
+const returnSQL = `UPDATE sessions SET bytes_drawn = CASE WHEN bytes_drawn > ? THEN bytes_drawn - ? ELSE 0 END,
+  reported_at = {now} WHERE id = ?`

@@ -15,8 +15,6 @@ const linkColumns = `id, token_hash, bucket, object_key, version_id, size, etag,
   created_at, delivery, confirm, session_ttl_ms, session_byte_budget,
   session_max_concurrency, idempotency_key, sha256, retries`
 
-type rowScanner interface{ Scan(dest ...any) error }
-
 func scanLink(r rowScanner) (*ledger.Link, error) {
 	var (
 		l                             ledger.Link
@@ -246,13 +244,19 @@ func newLinkStatus(l *ledger.Link) *ledger.LinkStatus {
 	}
 }
 
-// The instants both backends can store: MySQL's DATETIME(6) ends with
-// the year 9999, and nothing the gateway records predates the epoch (a
-// released slot's lease is the epoch itself).
-var (
-	storableMin = time.Unix(0, 0).UTC()
-	storableMax = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
-)
-
-// storable reports whether t lies between storableMin and storableMax.
-func storable(t time.Time) bool { return !t.Before(storableMin) && !t.After(storableMax) }
+// enqueueRevoked announces the revocation of the link id by a (nil for
+// the gateway's own) inside its transaction, as the link row reads there.
+func (s *DB) enqueueRevoked(ctx context.Context, tx *sql.Tx, id string, a *ledger.Actor) error {
+	if !s.Webhooks {
+		return nil
+	}
+	l, err := s.linkByID(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	var at time.Time
+	if l.RevokedAt != nil {
+		at = *l.RevokedAt
+	}
+	return s.enqueue(ctx, tx, linkEvent(ledger.EventLinkRevoked, l, at, a))
+}

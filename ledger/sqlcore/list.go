@@ -117,24 +117,6 @@ func (s *DB) listWhere(q ledger.ListQuery) (string, []any, error) {
 	return "\nWHERE " + strings.Join(conds, " AND "), args, nil
 }
 
-// Timestamps every backend can compare with: MySQL's DATETIME range.
-var (
-	minTime = time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)
-	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
-)
-
-// clampTime brings a caller's bound into the range a timestamp column
-// holds; outside it a bound excludes nothing more (or everything).
-func clampTime(t time.Time) time.Time {
-	switch {
-	case t.Before(minTime):
-		return minTime
-	case t.After(maxTime):
-		return maxTime
-	}
-	return t.UTC()
-}
-
 // countPage fills in the grant counts (by status and by delivery status)
 // and live sessions of links with one statement for the whole page,
 // whatever its size.

@@ -90,23 +90,6 @@ func linkEvent(typ string, l *ledger.Link, at time.Time, a *ledger.Actor) ledger
 	}}
 }
 
-// enqueueRevoked announces the revocation of the link id by a (nil for
-// the gateway's own) inside its transaction, as the link row reads there.
-func (s *DB) enqueueRevoked(ctx context.Context, tx *sql.Tx, id string, a *ledger.Actor) error {
-	if !s.Webhooks {
-		return nil
-	}
-	l, err := s.linkByID(ctx, tx, id)
-	if err != nil {
-		return err
-	}
-	var at time.Time
-	if l.RevokedAt != nil {
-		at = *l.RevokedAt
-	}
-	return s.enqueue(ctx, tx, linkEvent(ledger.EventLinkRevoked, l, at, a))
-}
-
 // enqueueRefund announces the refund of grantID inside its transaction,
 // after the link's allowance was given back.
 func (s *DB) enqueueRefund(ctx context.Context, tx *sql.Tx, grantID string) error {
@@ -143,8 +126,6 @@ func deliveryEvent(typ string, g *ledger.Grant, size int64, reason string, at ti
 		Attempts: ptr(d.Attempts), Measured: ptr(d.Measured), DeliveredAt: d.DeliveredAt, Reason: reason,
 	}}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // outboxColumns are the columns of a ledger.OutboxEvent, in scan order.
 const outboxColumns = `seq, event_id, link_id, event_type, payload, created_at, attempts`

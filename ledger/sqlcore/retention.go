@@ -3,6 +3,7 @@ package sqlcore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -605,4 +606,100 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// DeletionBegin marks a version the gateway stored deleting when nothing
+// live pins it, in one transaction that first locks the version's row and
+// its links, and hands it out for ledger.DeletionLease. With force, the
+// links that are live or have a live session are revoked first, each by
+// LinkRevoke (which ends its sessions); a link created meanwhile still
+// pins, so the check is made again, a few times. A version already
+// deleting is handed out again at once. Errors: ErrNotFound, ErrPinned,
+// ErrUnavailable.
+func (s *DB) DeletionBegin(ctx context.Context, bucket, key, versionID string, force bool) (*ledger.Deletion, error) {
+	a, err := actorOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	o := ledger.Object{Bucket: bucket, Key: key, VersionID: versionID}
+	for attempt := 1; ; attempt++ {
+		if force {
+			ids, err := s.pinningLinks(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			for _, id := range ids {
+				if err := s.LinkRevoke(ctx, id); err != nil && !errors.Is(err, ledger.ErrNotFound) {
+					return nil, err
+				}
+			}
+		}
+		d, err := s.beginDeletion(ctx, o, a, force)
+		if !force || !errors.Is(err, ledger.ErrPinned) || attempt == 3 {
+			return d, err
+		}
+	}
+}
+
+// beginDeletion decides o's deletion as a's (nil: no audit), or hands a
+// deletion decided before out again. The object.deleted audit entry is
+// written here, with the decision, rather than when the store deletion
+// is finished: deciding is what the operator did, irrevocably (no link
+// can pin the version from then on), and a store deletion that fails is
+// finished later by the sweeper, which has no actor. Handing a decided
+// deletion out again changes nothing and writes no entry.
+func (s *DB) beginDeletion(ctx context.Context, o ledger.Object, a *ledger.Actor, force bool) (*ledger.Deletion, error) {
+	stamp := s.now()
+	var out *ledger.Deletion
+	err := s.inTxWith(ctx, s.d.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
+		row, err := scanObject(tx.QueryRowContext(ctx, `SELECT `+objectColumns+` FROM objects
+WHERE version_hash = ?`+s.d.LockRows, versionHash(o)))
+		if err != nil {
+			return err
+		}
+		now, err := s.txNow(ctx, tx)
+		if err != nil {
+			return err
+		}
+		switch row.State {
+		case ledger.ObjectDeleted:
+			return ledger.ErrNotFound
+		case ledger.ObjectDeleting:
+			// Decided before: only the store deletion is left to do.
+			out = &ledger.Deletion{Object: row.Object, Attempts: row.Attempts, DecidedBy: row.decidedBy}
+			return s.lease(ctx, tx, row, now)
+		}
+		p, err := s.pins(ctx, tx, row, now)
+		if err != nil {
+			return err
+		}
+		if p.liveLinks > 0 || p.liveSessions > 0 {
+			return &ledger.PinnedError{Links: p.liveLinks, Sessions: p.liveSessions}
+		}
+		if err := s.decide(ctx, tx, row, p, now, stamp, a); err != nil {
+			return err
+		}
+		out = &ledger.Deletion{Object: row.Object, Attempts: row.Attempts, DecidedBy: by(a)}
+		details := objectAudit(row.Object)
+		details.Force = &force
+		return s.audit(ctx, tx, a, stamp, ledger.ActionObjectDeleted, ledger.AuditTarget{Type: ledger.TargetObject, ID: row.Key},
+			details)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// pinningLinks returns the ids of the links that pin o and are live or
+// have a live session: what force revokes. A plain read; the deletion's
+// own transaction checks again under lock.
+func (s *DB) pinningLinks(ctx context.Context, o ledger.Object) ([]string, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	ids, err := readIDs(ctx, s.db, 0, idRead{s.q(`SELECT id FROM links l
+WHERE object_key = ? AND bucket = ? AND version_id = ? AND revoked_at IS NULL
+  AND ((expires_at > {now} AND remaining > 0) OR EXISTS (SELECT 1 FROM sessions x
+    WHERE x.link_id = l.id AND x.revoked_at IS NULL AND x.ended_at IS NULL AND x.expires_at > {now}))`), []any{o.Key, o.Bucket, o.VersionID, s.dbNow(), s.dbNow()}})
+	return ids, s.classify(err)
 }

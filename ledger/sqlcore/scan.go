@@ -1,6 +1,8 @@
 package sqlcore
 
 import (
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -74,3 +76,41 @@ type moreScanner struct {
 }
 
 func (m moreScanner) Scan(dest ...any) error { return m.r.Scan(append(dest, m.more...)...) }
+
+// rowScanner is a *sql.Row or *sql.Rows.
+type rowScanner interface{ Scan(dest ...any) error }
+
+// Timestamps every backend can compare with: MySQL's DATETIME range.
+var (
+	minTime = time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+)
+
+// clampTime brings a caller's bound into the range a timestamp column
+// holds; outside it a bound excludes nothing more (or everything).
+func clampTime(t time.Time) time.Time {
+	switch {
+	case t.Before(minTime):
+		return minTime
+	case t.After(maxTime):
+		return maxTime
+	}
+	return t.UTC()
+}
+
+// ptr is a pointer to a copy of v.
+func ptr[T any](v T) *T { return &v }
+
+// isNoRows reports whether a row read found none.
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+
+// The instants both backends can store: MySQL's DATETIME(6) ends with
+// the year 9999, and nothing the gateway records predates the epoch (a
+// released slot's lease is the epoch itself).
+var (
+	storableMin = time.Unix(0, 0).UTC()
+	storableMax = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+)
+
+// storable reports whether t lies between storableMin and storableMax.
+func storable(t time.Time) bool { return !t.Before(storableMin) && !t.After(storableMax) }

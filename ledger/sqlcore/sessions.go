@@ -148,20 +148,6 @@ func affinityKey(key, rest string) string {
 	return affinityPrefix + key + " " + rest
 }
 
-func validAffinityKeys(keys []string) error {
-	for _, k := range keys {
-		if k == "" || len(k) > ledger.MaxAffinityKey {
-			return fmt.Errorf("%w: an affinity key is 1 to %d characters", ledger.ErrInvalid, ledger.MaxAffinityKey)
-		}
-		for i := 0; i < len(k); i++ {
-			if k[i] <= 0x20 || k[i] > 0x7e {
-				return fmt.Errorf("%w: an affinity key is visible ASCII", ledger.ErrInvalid)
-			}
-		}
-	}
-	return nil
-}
-
 // latestAffinity returns the newest session that affinity gave the client
 // on the link, live or not, the client key it was found under ("" for the
 // account) and the database's clock when it was read: whether it is still
@@ -306,5 +292,3 @@ func (s *DB) SessionRevoke(ctx context.Context, id string) error {
 		return nil // revoked before: nothing to do
 	})
 }
-
-func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
