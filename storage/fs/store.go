@@ -34,9 +34,13 @@ import (
 // DefaultBucket is the bucket used when a caller passes bucket "".
 const DefaultBucket = "local"
 
+// The store and the abilities it has, composed once here (STYLE: tusd's
+// StoreComposer): the gateway finds them by type assertion.
 var (
-	_ storage.Store  = (*Store)(nil)
-	_ storage.Pinger = (*Store)(nil)
+	_ storage.Store    = (*Store)(nil)
+	_ storage.Pinger   = (*Store)(nil)
+	_ storage.Deleter  = (*Store)(nil)
+	_ storage.Uploader = (*Store)(nil)
 )
 
 // Store is a write-once object store in a local directory. It is safe for
@@ -96,14 +100,6 @@ func (s *Store) Close() error {
 	s.dirs.clear()
 	return s.root.Close()
 }
-
-// The store and the abilities it has, composed once here (STYLE: tusd's
-// StoreComposer): the gateway finds them by type assertion.
-var (
-	_ storage.Store   = (*Store)(nil)
-	_ storage.Pinger  = (*Store)(nil)
-	_ storage.Deleter = (*Store)(nil)
-)
 
 // Ping reports whether the root directory is still reachable under the
 // path it was opened with. It returns an error wrapping

@@ -18,8 +18,6 @@ import (
 	"github.com/dlgate/dlgate/storage"
 )
 
-var _ storage.Uploader = (*Store)(nil)
-
 // Resumable uploads (storage.Uploader) write a partial file in the key's
 // own directory, named .upload-<uuid>: no reader ever opens a name that
 // is not <version>.data, <version>.json or current, so nobody sees it,

@@ -10,11 +10,6 @@ import (
 	"github.com/dlgate/dlgate/storage"
 )
 
-var (
-	_ storage.Deleter = (*Store)(nil)
-	_ deleteAPI       = (*s3.Client)(nil)
-)
-
 // deleteAPI is the S3 call Delete makes beyond API. *s3.Client has it; a
 // test's fake of API without it makes Delete fail as unavailable.
 type deleteAPI interface {

@@ -25,10 +25,18 @@ import (
 	"github.com/dlgate/dlgate/storage"
 )
 
+// The store and the abilities it has, composed once here (STYLE: tusd's
+// StoreComposer): the gateway finds them by type assertion. The SDK
+// client has every call the store makes (API, deleteAPI, uploadAPI).
 var (
-	_ storage.Store  = (*Store)(nil)
-	_ storage.Pinger = (*Store)(nil)
-	_ API            = (*s3.Client)(nil)
+	_ storage.Store    = (*Store)(nil)
+	_ storage.Pinger   = (*Store)(nil)
+	_ storage.Deleter  = (*Store)(nil)
+	_ storage.Uploader = (*Store)(nil)
+
+	_ API       = (*s3.Client)(nil)
+	_ deleteAPI = (*s3.Client)(nil)
+	_ uploadAPI = (*s3.Client)(nil)
 )
 
 const (
@@ -193,14 +201,6 @@ func NewFromClient(api API, defaultBucket string, opts ...Option) *Store {
 	s.bufs.New = func() any { b := make([]byte, size); return &b }
 	return s
 }
-
-// The store and the abilities it has, composed once here (STYLE: tusd's
-// StoreComposer): the gateway finds them by type assertion.
-var (
-	_ storage.Store   = (*Store)(nil)
-	_ storage.Pinger  = (*Store)(nil)
-	_ storage.Deleter = (*Store)(nil)
-)
 
 // Ping checks that the default bucket is reachable with the configured
 // credentials. Errors: storage.ErrTimeout, storage.ErrUnavailable (also
