@@ -1,11 +1,13 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dlgate/dlgate/gateway"
 )
@@ -220,4 +222,66 @@ func TestAffinityModes(t *testing.T) {
 // claimCalls counts the ledger calls that can spend an allowance.
 func (h *Harness) claimCalls() int {
 	return h.Ledger.Calls("Claim") + h.Ledger.Calls("LinkClaim") + h.Ledger.Calls("SessionMint")
+}
+
+// TestQuickWholeGetsOfOneClientReuseItsSessionWhileItsBudgetCoversTheObject
+// fetches a 17 MiB object (two 8 MiB chunks and a 1 MiB tail) whole
+// through its link three times in a row, as curl -L with a cookie jar
+// does, on a session link with the default budget (twice the size).
+// Every whole response draws only what it sends: the second GET finds
+// exactly the object's size undrawn and goes back to the session, and
+// only the third, with nothing left, claims anew. The process keeps
+// whatever it drew warm for the whole test (WarmIdle of an hour), which
+// forces the race window of a quick second click without a sleep: a
+// tail drawn ahead of the response's end would be held here and missed
+// by the database's count, and the second GET would claim the link's
+// second download.
+func TestQuickWholeGetsOfOneClientReuseItsSessionWhileItsBudgetCoversTheObject(t *testing.T) {
+	h := MustHarness(t, func(o *gateway.Options) { o.WarmIdle = time.Hour })
+	data := testData(17 << 20)
+	l := h.MustObjectLink(t, "big.iso", data, map[string]any{"downloads": 2, "delivery": "session"})
+	if l.Session.ByteBudget != 2*int64(len(data)) {
+		t.Fatalf("byte budget %d, want twice the size", l.Session.ByteBudget)
+	}
+	var cookie string
+	get := func(i int) sessionJSON {
+		t.Helper()
+		hdr := ua("curl/8.5.0")
+		if cookie != "" {
+			hdr.Set("Cookie", "dlgate_client="+cookie)
+		}
+		resp, body := h.Do(t, http.MethodGet, l.URL, hdr)
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("whole GET %d of the link = %d %s, want 303", i, resp.StatusCode, body)
+		}
+		if ck := affinityCookieOf(resp); ck != nil {
+			cookie = ck.Value
+		}
+		x := mustJSON[sessionJSON](t, body)
+		resp, got := h.Do(t, http.MethodGet, resp.Header.Get("Location"), hdr)
+		if resp.StatusCode != http.StatusOK || !bytes.Equal(got, data) {
+			t.Fatalf("whole GET %d of the session = %d with %d bytes, want 200 and the object", i, resp.StatusCode, len(got))
+		}
+		h.WaitIdle()
+		return x
+	}
+	first := get(1)
+	if x := h.MustSession(t, first.SessionID); x.BytesDrawn != int64(len(data)) {
+		t.Errorf("after one whole response bytes_drawn = %d, want the size %d: nothing drawn past its end", x.BytesDrawn, len(data))
+	}
+	if second := get(2); second.SessionID != first.SessionID {
+		t.Fatalf("the second quick whole GET went to session %s, want the first, %s, whose undrawn budget covers the object", second.SessionID, first.SessionID)
+	}
+	if got := h.MustShowLink(t, l.ID).Remaining; got != 1 {
+		t.Fatalf("remaining = %d after two whole GETs of one client, want 1 (one claim)", got)
+	}
+	if x := h.MustSession(t, first.SessionID); x.BytesDrawn != x.ByteBudget {
+		t.Errorf("after two whole responses bytes_drawn = %d, want the whole budget %d", x.BytesDrawn, x.ByteBudget)
+	}
+	if third := get(3); third.SessionID == first.SessionID {
+		t.Fatalf("the third whole GET went back to the spent session")
+	}
+	if got := h.MustShowLink(t, l.ID).Remaining; got != 0 {
+		t.Fatalf("remaining = %d after the third whole GET, want 0 (a second claim)", got)
+	}
 }
