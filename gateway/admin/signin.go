@@ -2,6 +2,10 @@ package admin
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -51,12 +55,77 @@ func (h *Handler) SignIn(r *http.Request, key string) (Principal, error) {
 	if fail != nil {
 		return Principal{}, h.countFailure(r, fail, "console sign-in failed")
 	}
-	if !p.Bootstrap && h.auth.due(p.KeyID, now) {
-		if _, err := h.auth.keys.KeyTouch(r.Context(), p.KeyID); err != nil {
-			h.Log.WarnContext(r.Context(), "key last use not recorded", "key_id", p.KeyID, "err", err)
-		}
-	}
+	h.TouchKey(r.Context(), p)
 	return p, nil
+}
+
+// TouchKey records a use of p's key as a bearer's request does: its
+// last_used_at moves at most once per TouchEvery per process (and
+// KeyTouch itself writes at most once a minute, whatever the processes
+// do). The console calls it for each request of a signed-in session, so a
+// key used only through the console shows when it was last used, not
+// when it signed in. The bootstrap token has no row.
+func (h *Handler) TouchKey(ctx context.Context, p Principal) {
+	if p.Bootstrap || p.KeyID == ledger.BootstrapKeyID || !h.auth.due(p.KeyID, h.Now()) {
+		return
+	}
+	if _, err := h.auth.keys.KeyTouch(ctx, p.KeyID); err != nil {
+		h.Log.WarnContext(ctx, "key last use not recorded", "key_id", p.KeyID, "err", err)
+	}
+}
+
+// Console sessions of the bootstrap token are bound to the token they
+// were opened with. A key's session ends when the key is revoked (its row
+// says so); the token has no row, and replacing GATEWAY_ADMIN_TOKEN is
+// how it is retired, so the session's secret itself carries the binding:
+// 16 random bytes followed by the first 16 bytes of an HMAC-SHA256 of
+// them keyed by the token. A process checks that MAC against the token it
+// is configured with (ConsoleSessionBound) on every request, so once the
+// token is replaced, the sessions opened with the old one are refused by
+// every process running with the new one, while the ledger, which keeps
+// only the secret's SHA-256 as for any session, never holds anything
+// derived from the token.
+const (
+	sessionNonceLen = 16
+	sessionMACLen   = 16
+)
+
+// NewConsoleSession returns the secret of a new console session for p
+// (its cookie's value: 32 bytes in unpadded base64url, as
+// apikey.NewSession's) and its SHA-256, the only form the ledger stores.
+// For the bootstrap token the secret is bound to the token configured
+// now (see above); for a key it is 32 random bytes.
+func (h *Handler) NewConsoleSession(p Principal) (secret string, hash []byte) {
+	if !p.Bootstrap {
+		return apikey.NewSession()
+	}
+	var raw [sessionNonceLen + sessionMACLen]byte
+	rand.Read(raw[:sessionNonceLen]) // never fails (Go 1.24+)
+	copy(raw[sessionNonceLen:], h.sessionMAC(raw[:sessionNonceLen]))
+	secret = base64.RawURLEncoding.EncodeToString(raw[:])
+	return secret, apikey.Hash(secret)
+}
+
+// ConsoleSessionBound reports whether secret, the cookie of a console
+// session the ledger says the bootstrap token opened, was made with the
+// token this process is configured with now: false once the token was
+// replaced (or when there is none), and for a session opened before
+// sessions were bound. Compared in constant time.
+func (h *Handler) ConsoleSessionBound(secret string) bool {
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(secret)
+	if err != nil || len(raw) != sessionNonceLen+sessionMACLen || h.auth.bootstrap == "" {
+		return false
+	}
+	return hmac.Equal(raw[sessionNonceLen:], h.sessionMAC(raw[:sessionNonceLen]))
+}
+
+// sessionMAC is the MAC binding a bootstrap session's nonce to the
+// configured token.
+func (h *Handler) sessionMAC(nonce []byte) []byte {
+	m := hmac.New(sha256.New, []byte(h.auth.bootstrap))
+	m.Write([]byte("dlgate console session\x00"))
+	m.Write(nonce)
+	return m.Sum(nil)[:sessionMACLen]
 }
 
 // RefuseSession counts a console cookie that opens no session (signed

@@ -19,7 +19,11 @@ import (
 // h after sign-in or after 1 h without a request, both by the database's
 // clock, and with its key), so any gateway process serves a signed-in
 // console and a sign-out, which deletes the row, ends it on all of them
-// at once.
+// at once. A session of the bootstrap token also ends, for a process, once
+// that process runs with another GATEWAY_ADMIN_TOKEN: its secret carries a
+// MAC by the token it was opened with (admin.Handler.NewConsoleSession).
+// Each request of a session counts as a use of its key (last_used_at, at
+// most once a minute: admin.Handler.TouchKey).
 
 // CookieName is the console session's cookie.
 const CookieName = "dlgate_console"
@@ -55,17 +59,25 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*ledger.Conso
 	} else {
 		err = ledger.ErrNotFound
 	}
+	// A session of the bootstrap token is bound to the token it was
+	// opened with (admin.Handler.NewConsoleSession): once
+	// GATEWAY_ADMIN_TOKEN is replaced, it has ended for this process.
+	if err == nil && s.Key.ID == ledger.BootstrapKeyID && !h.Admin.ConsoleSessionBound(c.Value) {
+		err = ledger.ErrNotFound
+	}
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 		clearCookie(w, r)
 		ref := h.Admin.RefuseSession(r)
-		ref.Detail = "This console session has ended (signed out, 12 hours after sign-in, an hour unused, or its key revoked). Sign in again."
+		ref.Detail = "This console session has ended (signed out, 12 hours after sign-in, an hour unused, its key revoked, or the admin token it was opened with replaced). Sign in again."
 		h.signInFirst(w, r, ref)
 		return nil, false
 	case err != nil:
 		h.failErr(w, r, err, problem.AdminUnauthorized)
 		return nil, false
 	}
+	// A request of the console is a use of its key, as a bearer's is.
+	h.Admin.TouchKey(r.Context(), admin.PrincipalOfKey(s.Key))
 	return s, true
 }
 
@@ -85,13 +97,13 @@ func (h *Handler) signInFirst(w http.ResponseWriter, r *http.Request, ref *admin
 // SignInPath is the sign-in page.
 const SignInPath = Base + "sign-in"
 
-// localNext is where a sign-in goes on to: next when it is a path of the
-// console (never another host: "//evil" or "/\evil" are not paths here),
-// else the links page.
+// localNext is next when it is a path of the console a sign-in may go on
+// to (never another host: "//evil" or "/\evil" are not paths here, nor
+// the sign-in page itself), else "".
 func localNext(next string) string {
 	if !strings.HasPrefix(next, Base) || strings.ContainsAny(next, "\\\r\n") || strings.HasPrefix(next, Base+"/") ||
 		strings.HasPrefix(next, SignInPath) {
-		return Base + "links"
+		return ""
 	}
 	return next
 }

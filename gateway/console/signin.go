@@ -18,11 +18,6 @@ type signInPage struct {
 
 func (signInPage) title() string { return "Sign in" }
 
-// Home serves GET /console/: the links page is the console's first page.
-func (h *Handler) Home(w http.ResponseWriter, r *http.Request) {
-	http.Redirect(w, r, Base+"links", http.StatusSeeOther)
-}
-
 // SignInPage serves GET /console/sign-in: a form with one field, key.
 func (h *Handler) SignInPage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "sign_in", signInPage{Next: localNext(r.URL.Query().Get("next"))})
@@ -33,12 +28,13 @@ func (h *Handler) SignInPage(w http.ResponseWriter, r *http.Request) {
 // admin API (admin.SignIn: throttle, constant-time comparison, lookup),
 // a failure counting toward the same penalty, and a console session is
 // opened in the ledger for it; the answer sets the session's cookie and
-// goes on to next.
+// goes on to next, or to the first page the key's scopes open
+// (afterSignIn).
 func (h *Handler) SignIn(w http.ResponseWriter, r *http.Request) {
 	if !h.parseForm(w, r) {
 		return
 	}
-	next := localNext(r.PostForm.Get("next"))
+	next := r.PostForm.Get("next")
 	p, err := h.Admin.SignIn(r, r.PostForm.Get("key"))
 	if ref, ok := admin.RefusalOf(err); ok {
 		if v := ref.RetryAfterHeader(); v != "" {
@@ -48,18 +44,18 @@ func (h *Handler) SignIn(w http.ResponseWriter, r *http.Request) {
 		if ref.Problem.Status == http.StatusTooManyRequests {
 			msg = "Too many failed sign-ins from this address: wait " + ref.RetryAfterHeader() + " s and try again."
 		}
-		h.render(w, r, ref.Problem.Status, "sign_in", signInPage{Next: next, Error: msg})
+		h.render(w, r, ref.Problem.Status, "sign_in", signInPage{Next: localNext(next), Error: msg})
 		return
 	}
 	if err != nil {
 		h.failErr(w, r, err, problem.AdminUnauthorized)
 		return
 	}
-	secret, hash := apikey.NewSession()
+	secret, hash := h.Admin.NewConsoleSession(p)
 	if _, err := h.Sessions.ConsoleSessionCreate(r.Context(), p.KeyID, hash); err != nil {
 		if errors.Is(err, ledger.ErrRefused) || errors.Is(err, ledger.ErrNotFound) {
 			// Revoked between the check and the session: as refused.
-			h.render(w, r, http.StatusUnauthorized, "sign_in", signInPage{Next: next,
+			h.render(w, r, http.StatusUnauthorized, "sign_in", signInPage{Next: localNext(next),
 				Error: "That key is not one this gateway knows, or it was revoked or has expired."})
 			return
 		}
@@ -68,7 +64,7 @@ func (h *Handler) SignIn(w http.ResponseWriter, r *http.Request) {
 	}
 	h.Log.InfoContext(r.Context(), "console signed in", "key_id", p.KeyID)
 	setCookie(w, r, secret)
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	http.Redirect(w, r, afterSignIn(p.Scopes, next), http.StatusSeeOther)
 }
 
 // SignOut serves POST /console/sign-out: the session's row is deleted,
