@@ -10,6 +10,7 @@ import (
 
 	"github.com/dlgate/dlgate/gateway/admin"
 	"github.com/dlgate/dlgate/gateway/problem"
+	"github.com/dlgate/dlgate/ledger"
 )
 
 // keysPage is the data of templates/keys.html.
@@ -85,17 +86,25 @@ func (h *Handler) KeyCreate(w http.ResponseWriter, r *http.Request) {
 
 // keyRevokePage is the data of templates/key_revoke.html.
 type keyRevokePage struct {
-	ID string
+	Key *ledger.Key
 	// Own: the session signed in with this key, and ends with it.
 	Own bool
 }
 
 func (keyRevokePage) title() string { return "Revoke a key" }
 
-// KeyRevokeConfirm serves GET /console/keys/{id}/revoke.
+// KeyRevokeConfirm serves GET /console/keys/{id}/revoke: the key (its
+// name, scopes, when it was made and last used) and the button that
+// revokes it; 404 for a key that is not there (the bootstrap token is
+// none).
 func (h *Handler) KeyRevokeConfirm(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
-	h.render(w, r, http.StatusOK, "key_revoke", keyRevokePage{ID: id, Own: id == sessionOf(r).Key.ID})
+	k, err := h.Admin.APIKeys.KeyGet(r.Context(), id)
+	if err != nil {
+		h.failErr(w, r, err, problem.NotFound)
+		return
+	}
+	h.render(w, r, http.StatusOK, "key_revoke", keyRevokePage{Key: k, Own: id == sessionOf(r).Key.ID})
 }
 
 // KeyRevoke serves POST /console/keys/{id}/revoke: the admin core

@@ -34,6 +34,11 @@ func (newLinkPage) title() string { return "New link" }
 // Get returns the form's value of name.
 func (p newLinkPage) Get(name string) string { return p.Form.Get(name) }
 
+// newLinkFields are the fields of the new-link form that show their
+// error beside them, by the admin API's names.
+var newLinkFields = []string{"object.key", "downloads", "expires_in", "expires_at", "delivery", "retries", "account_id",
+	"filename", "session.ttl", "session.byte_budget", "session.max_concurrency"}
+
 // expiryUnits are the units of the form's expires_in, in seconds.
 var expiryUnits = map[string]int64{"minutes": 60, "hours": 3600, "days": 86400}
 
@@ -82,8 +87,8 @@ func (h *Handler) LinkCreate(w http.ResponseWriter, r *http.Request) {
 	l, _, err := h.Admin.LinkCreate(r.Context(), req, idem, idem != "")
 	if ref, ok := admin.RefusalOf(err); ok {
 		field := ref.Field
-		if field == "" {
-			field = "form"
+		if !contains(newLinkFields, field) {
+			field = "form" // about no field of the form: above it
 		}
 		data.Errors[field] = ref.Detail
 		h.renderNewLink(w, r, ref.Problem.Status, data)

@@ -52,9 +52,10 @@ func (h *Handler) Links(w http.ResponseWriter, r *http.Request) {
 	data := linksPage{Filter: filter, Errors: map[string]string{}}
 	page, err := h.Admin.LinkList(r.Context(), api)
 	if ref, ok := admin.RefusalOf(err); ok {
-		data.Errors[ref.Field] = ref.Detail
-		if ref.Field == "" || ref.Field == "cursor" {
-			data.Error = ref.Detail
+		if contains(linkFilters, ref.Field) {
+			data.Errors[ref.Field] = ref.Detail // beside its field
+		} else {
+			data.Error = ref.Detail // the cursor, or no one field
 		}
 		h.render(w, r, ref.Problem.Status, "links", data)
 		return

@@ -166,7 +166,25 @@ var funcs = template.FuncMap{
 	},
 	// fe is the error of one field, for the fielderror template.
 	"fe": func(errs map[string]string, field string) fieldError {
-		return fieldError{ID: strings.ReplaceAll(field, ".", "_"), Message: errs[field]}
+		return fieldError{ID: fieldID(field), Message: errs[field]}
+	},
+	// invalid are the attributes of an input whose field has an error in
+	// errs: aria-invalid, and aria-describedby naming the error's
+	// paragraph (the fielderror template), so that a screen reader says
+	// the error with the field; nothing when the field has none.
+	"invalid": func(errs map[string]string, field string) template.HTMLAttr {
+		if errs[field] == "" {
+			return ""
+		}
+		return template.HTMLAttr(` aria-invalid="true" aria-describedby="` + template.HTMLEscapeString(fieldID(field)) + `-error"`)
+	},
+	// describedby is invalid without aria-invalid, for what the ARIA
+	// roles do not let carry it (a group of checkboxes, a radio).
+	"describedby": func(errs map[string]string, field string) template.HTMLAttr {
+		if errs[field] == "" {
+			return ""
+		}
+		return template.HTMLAttr(` aria-describedby="` + template.HTMLEscapeString(fieldID(field)) + `-error"`)
 	},
 }
 
@@ -175,6 +193,10 @@ type fieldError struct {
 	ID      string
 	Message string
 }
+
+// fieldID is the id of a field's error paragraph, less "-error": the
+// admin API's name of the field with "_" for ".".
+func fieldID(field string) string { return strings.ReplaceAll(field, ".", "_") }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
