@@ -3,14 +3,15 @@ package admin
 import (
 	"net/http"
 	"net/http/pprof"
-	"strings"
+
+	"github.com/gorilla/mux"
 )
 
 // Pprof serves Go's profiler under /debug/pprof/ on the admin
 // listener only, behind the admin token: profiles reveal memory contents
 // and cost CPU, so they are never on the public listener.
 func (h *Handler) Pprof(w http.ResponseWriter, r *http.Request) {
-	switch strings.TrimPrefix(r.URL.Path, "/debug/pprof/") {
+	switch mux.Vars(r)["profile"] {
 	case "cmdline":
 		pprof.Cmdline(w, r)
 	case "profile":

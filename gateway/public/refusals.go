@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dlgate/dlgate/gateway/httpx"
@@ -95,11 +96,13 @@ func (h *Handler) Bound(kind token.Kind, next http.Handler) http.Handler {
 	})
 }
 
-// tokenOf is the {token} of a request on a public route, read from the
-// path without matching the route again, "" when it is not a token.
+// tokenOf is the {token} of a request on a public route, "" when it does
+// not have a token's length (no lookup is ever asked about it).
 func tokenOf(r *http.Request) string {
-	_, tok, _, _ := httpx.TokenPath(r.URL.Path)
-	return tok
+	if tok := mux.Vars(r)["token"]; len(tok) == token.Len {
+		return tok
+	}
+	return ""
 }
 
 // countRefusal counts a refusal of r's token for r's client and logs the

@@ -21,6 +21,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/gorilla/mux"
 
 	"github.com/dlgate/dlgate/gateway/uploads"
 	"github.com/dlgate/dlgate/internal/testenv"
@@ -136,9 +137,12 @@ func (e *env) start(t testing.TB, edit ...func(*uploads.Config)) *process {
 	if err != nil {
 		t.Fatalf("uploads.New = %v", err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/v1/uploads/", h)
-	srv := httptest.NewServer(mux)
+	// Routed as the admin listener routes it (gateway/routes.go): the
+	// collection and {id}, matched on the escaped path.
+	router := mux.NewRouter().UseEncodedPath()
+	router.Handle("/v1/uploads/", h)
+	router.Handle("/v1/uploads/{id}", h)
+	srv := httptest.NewServer(router)
 	t.Cleanup(srv.Close)
 	return &process{db: db, store: st, handler: h, srv: srv, url: srv.URL + "/v1/uploads/"}
 }

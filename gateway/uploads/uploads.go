@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/gorilla/mux"
 	"github.com/tus/tusd/v2/pkg/handler"
 
 	"github.com/dlgate/dlgate/ledger"
@@ -178,25 +179,26 @@ func stateOf(ctx context.Context) *requestState {
 	return &requestState{}
 }
 
-// ServeHTTP serves BasePath and BasePath{id}: POST creates, HEAD and
-// PATCH resume, DELETE terminates (tus), GET answers the stored object's
-// JSON once the upload is finished (RFC 9110 methods; tus 1.0 for the
-// rest).
+// ServeHTTP serves the routes BasePath and BasePath{id}, {id} read with
+// mux.Vars as every routed handler reads its path variables: POST
+// creates, HEAD and PATCH resume, DELETE terminates (tus), GET answers the
+// stored object's JSON once the upload is finished (RFC 9110 methods; tus
+// 1.0 for the rest).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := &requestState{}
 	r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
 	pw := &problemWriter{ResponseWriter: w, r: r, st: st}
 	defer pw.finish()
-	id, ok := strings.CutPrefix(r.URL.Path, h.cfg.BasePath)
-	if !ok && r.URL.Path+"/" == h.cfg.BasePath {
-		id, ok = "", true
-	}
-	if !ok {
+	// The router matches the escaped path (object keys may hold encoded
+	// characters): the id is unescaped here, as the path was before.
+	id, err := url.PathUnescape(mux.Vars(r)["id"])
+	if err != nil {
 		pw.sendError(handler.ErrNotFound)
 		return
 	}
-	// tusd reads the upload id from the whole path, as under
-	// http.StripPrefix.
+	// tusd's handlers read the upload id from the request's path, which
+	// it expects stripped of the base path (as under http.StripPrefix):
+	// the inner request's path is the id alone.
 	inner := new(http.Request)
 	*inner = *r
 	inner.URL = new(url.URL)
