@@ -19,7 +19,7 @@
 # Settings: QUICK=1; BENCH_ROUNDS=N; BENCH_ONLY=ROW,… (fs, s3, claims —
 # which is claims-distinct, claims-3p, claims-hot, claims-hot-3p and
 # claims-single —, refusals — refusals-distinct and refusals-spent —,
-# ranges64k, ranges1m, unknown, memory, tls-h1, tls-h2, tls-ranges64k,
+# ranges64k, ranges1m, unknown, memory, tls-h1, tls-h2, tls-h2-single, tls-ranges64k,
 # s3-https, memory-https); BENCH_PROFILE=0|1 (CPU profiles of the
 # gateway; on by default, off with QUICK=1); BENCH_OUT=DIR
 # (default a new directory under /tmp) receives the table as Markdown, the

@@ -33,12 +33,13 @@ import (
 // HTTP/1.1 and over HTTP/2, 64 KiB session ranges on kept-alive
 // connections), and the S3 store over https against a direct https GET
 // from the same versitygw, with the gateway's memory at 200 concurrent
-// downloads through it. BENCH_ONLY names: tls-h1, tls-h2, tls-ranges64k,
-// s3-https, memory-https.
+// downloads through it. BENCH_ONLY names: tls-h1, tls-h2, tls-h2-single
+// (one download on one connection, as a browser fetches a file),
+// tls-ranges64k, s3-https, memory-https.
 
 // tlsRows runs the TLS rows the plan selects, after the plain ones.
 func (e *bench) tlsRows(b *testing.B, rep *report) {
-	web, s3 := e.plan.runs("tls-h1", "tls-h2", "tls-ranges64k"), e.plan.runs("s3-https", "memory-https")
+	web, s3 := e.plan.runs("tls-h1", "tls-h2", "tls-h2-single", "tls-ranges64k"), e.plan.runs("s3-https", "memory-https")
 	if !web && !s3 {
 		return
 	}
@@ -56,10 +57,13 @@ func (e *bench) tlsRows(b *testing.B, rep *report) {
 			g.upload(b, name, filepath.Join(e.www, name))
 		}
 		if e.plan.runs("tls-h1") {
-			rep.add(e.tlsLarge(b, g, ng, cert, false))
+			rep.add(e.tlsLarge(b, g, ng, cert, false, e.plan.largeClients))
 		}
 		if e.plan.runs("tls-h2") {
-			rep.add(e.tlsLarge(b, g, ng, cert, true))
+			rep.add(e.tlsLarge(b, g, ng, cert, true, e.plan.largeClients))
+		}
+		if e.plan.runs("tls-h2-single") {
+			rep.add(e.tlsLarge(b, g, ng, cert, true, 1))
 		}
 		if e.plan.runs("tls-ranges64k") {
 			rep.add(e.tlsRanges(b, g, ng, cert))
@@ -74,17 +78,29 @@ func (e *bench) tlsRows(b *testing.B, rep *report) {
 }
 
 // tlsLarge compares 1 GiB downloads over TLS from the gateway's fs store
-// with nginx serving the same file, over HTTP/2 (h2) or HTTP/1.1. Over
-// HTTP/2 the clients' downloads share one connection to each server, as
-// a browser's do; over HTTP/1.1 each has its own.
-func (e *bench) tlsLarge(b *testing.B, g *gatewayProc, ng *nginx, cert *benchCert, h2 bool) row {
+// with nginx serving the same file, over HTTP/2 (h2) or HTTP/1.1, by
+// clients concurrent downloads. Over HTTP/2 the clients' downloads share
+// one connection to each server, as a browser's do; over HTTP/1.1 each
+// has its own. One client is one download at a time on one connection:
+// what a browser does when a person downloads a file.
+func (e *bench) tlsLarge(b *testing.B, g *gatewayProc, ng *nginx, cert *benchCert, h2 bool, clients int) row {
 	proto := map[bool]string{false: "HTTP/1.1", true: "HTTP/2"}[h2]
-	say("1 GiB over TLS, %s: the gateway's fs store vs nginx", proto)
-	client := tlsClient(cert, e.plan.largeClients, h2)
+	say("1 GiB over TLS, %s, %d at once: the gateway's fs store vs nginx", proto, clients)
+	client := tlsClient(cert, clients, h2)
 	defer client.CloseIdleConnections()
 	l := g.mustLink(b, "big.bin", `"downloads":1000000`)
 	nginxURL := ng.URL + "/big.bin"
 	c := e.with(client)
+	c.plan.largeClients = clients
+	if clients < e.plan.largeClients {
+		// As many bytes per round as the concurrent rows, one at a time
+		// would take as long again: half as many.
+		c.plan.largeDownloads = max(2, e.plan.largeDownloads/2)
+	}
+	downloads := fmt.Sprintf("%d concurrent downloads", clients)
+	if clients == 1 {
+		downloads = "one download at a time on one connection"
+	}
 	c.warm(b, l.URL, nginxURL)
 	gwTLS, ngTLS := negotiated(b, client, l.URL), negotiated(b, client, nginxURL)
 	if gwTLS != ngTLS {
@@ -94,7 +110,7 @@ func (e *bench) tlsLarge(b *testing.B, g *gatewayProc, ng *nginx, cert *benchCer
 		func() sample { return c.download(b, l.URL, map[string][]int{"gw": {g.Pid()}}) },
 		func() sample { return c.download(b, nginxURL, map[string][]int{"nginx": ng.pids()}) })
 	return row{
-		work:      fmt.Sprintf("1 GiB over TLS, %s, fs store (%d concurrent downloads; %s)", proto, e.plan.largeClients, gwTLS),
+		work:      fmt.Sprintf("1 GiB over TLS, %s, fs store (%s; %s)", proto, downloads, gwTLS),
 		gateway:   gw.stat("GBps").format("%.2f") + " GB/s, " + gw.stat("cpu.gw").format("%.2f") + " CPU-s/GiB",
 		reference: "nginx, the same certificate and cipher, " + ref.stat("GBps").format("%.2f") + " GB/s, " + ref.stat("cpu.nginx").format("%.2f") + " CPU-s/GiB",
 		ratio:     ratios(gw, "GBps", ref, "GBps").stat("r").format("%.2f") + " (target ≥ 0.9)",
