@@ -5,12 +5,14 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dlgate/dlgate/gateway"
+	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/storage"
 )
 
@@ -125,14 +127,20 @@ func TestTheCookieNamesTheClientOfARetryWhateverItsUserAgent(t *testing.T) {
 	}
 }
 
-func TestOfTwoConcurrentRetriesOfOneGrantOneIsServedTheOtherClaims(t *testing.T) {
+// TestOfTwoConcurrentRetriesOfOneGrantOneIsServedTheOtherRefused holds
+// the first retry of an interrupted download in flight (in the store's
+// open) and sends the same client's second: on a link with downloads to
+// spare, where a claim would show, it is refused 409 retry-in-progress
+// (HTML for a browser), nothing claimed; the first is served whole.
+func TestOfTwoConcurrentRetriesOfOneGrantOneIsServedTheOtherRefused(t *testing.T) {
 	h := MustHarness(t)
 	data := testData(4 << 20)
-	l := h.MustObjectLink(t, "twice.bin", data, map[string]any{"downloads": 1, "retries": 3})
+	l := h.MustObjectLink(t, "twice.bin", data, map[string]any{"downloads": 3, "retries": 3})
 	on, wait := connAware(t, h)
 	// The User-Agent of the harness's client: the same client retries.
 	cutGet(t, on(l.URL), "User-Agent: Go-http-client/1.1\r\n", 50_000)
 	wait()
+	grant := h.mustOnlyGrant(t, l.ID).ID
 	// The first retry is held in the store's open, in flight.
 	opened, release := make(chan struct{}), make(chan struct{})
 	real := h.Store.Store
@@ -146,15 +154,37 @@ func TestOfTwoConcurrentRetriesOfOneGrantOneIsServedTheOtherClaims(t *testing.T)
 	}
 	first := h.Go(http.MethodGet, on(l.URL), nil)
 	<-opened
+	claims := h.claimCalls()
 	resp, body := h.Do(t, http.MethodGet, on(l.URL), nil)
-	mustProblem(t, resp, body, http.StatusNotFound, "link-unavailable")
+	p := mustProblem(t, resp, body, http.StatusConflict, "retry-in-progress")
+	if ra, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || ra < 1 || ra > int(ledger.DefaultRetryLease/time.Second) {
+		t.Errorf("Retry-After %q, want 1 to %v in seconds: the lease of the retry in flight", resp.Header.Get("Retry-After"), ledger.DefaultRetryLease)
+	}
+	if p.Detail == "" {
+		t.Errorf("the refusal has no detail")
+	}
+	// A person's browser gets the page other refusals get.
+	resp, body = h.Do(t, http.MethodGet, on(l.URL), http.Header{"Accept": {"text/html,application/xhtml+xml"}})
+	if resp.StatusCode != http.StatusConflict || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(string(body), "already in progress") {
+		t.Errorf("the browser's refusal = %d %q, want 409 and the HTML page", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if n := h.claimCalls() - claims; n != 0 {
+		t.Errorf("the refused retries made %d claim calls, want none", n)
+	}
+	if st := h.MustShowLink(t, l.ID); st.Remaining != 2 || st.Grants["granted"] != 1 {
+		t.Errorf("while the first retry streams: remaining %d, grants %v; want 2 and the one grant", st.Remaining, st.Grants)
+	}
 	close(release)
 	if r := mustResult(t, first); r.resp.StatusCode != http.StatusOK || string(r.body) != string(data) {
 		t.Fatalf("the first retry = %d with %d bytes, want 200 and the object", r.resp.StatusCode, len(r.body))
 	}
 	wait()
-	if d := h.mustOnlyGrant(t, l.ID).Delivery; d.Attempts != 2 || d.Status != "complete" {
-		t.Errorf("delivery %+v, want complete at attempt 2: one retry served", d)
+	if g := h.mustOnlyGrant(t, l.ID); g.ID != grant || g.Delivery.Attempts != 2 || g.Delivery.Status != "complete" {
+		t.Errorf("grant %s delivery %+v, want grant %s complete at attempt 2: one retry served", g.ID, g.Delivery, grant)
+	}
+	if st := h.MustShowLink(t, l.ID); st.Remaining != 2 {
+		t.Errorf("after the retry: remaining %d, want 2 (unchanged)", st.Remaining)
 	}
 }
 

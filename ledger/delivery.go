@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -130,6 +131,30 @@ type RetryRequest struct {
 	Lease time.Duration
 }
 
+// ErrRetryInFlight is GrantRetryBegin's answer to a caller whose
+// interrupted grant is being served again right now: another request of
+// the same client won the conditional UPDATE, or its retry still streams
+// (SPEC §1: of two concurrent retries one is served, the other refused).
+// The caller is refused, not sent on to a claim, which would spend a
+// download of a link the client has one under way of. Errors from
+// GrantRetryBegin that are it are a *RetryInFlightError.
+var ErrRetryInFlight = errors.New("ledger: a retry of the grant is in flight")
+
+// RetryInFlightError is ErrRetryInFlight with the grant and how long its
+// attempt in flight stays so without a renewal, by the database's clock:
+// a process that died serving it lets go within that time.
+type RetryInFlightError struct {
+	GrantID string
+	Left    time.Duration
+}
+
+func (e *RetryInFlightError) Error() string {
+	return fmt.Sprintf("ledger: a retry of grant %s is in flight (its lease ends in %v)", e.GrantID, e.Left)
+}
+
+// Is makes errors.Is(err, ErrRetryInFlight) hold.
+func (e *RetryInFlightError) Is(target error) bool { return target == ErrRetryInFlight }
+
 // DefaultRetryLease is how long a retry's attempt stays in flight without
 // a renewal: the process serving it renews every third of it, so a live
 // one never lapses, and a crashed process's lapses within it, after which
@@ -172,8 +197,10 @@ type Deliveries interface {
 	// decides (its attempts as read, and no attempt in flight), so of two
 	// concurrent retries exactly one wins. Nothing is claimed. It returns
 	// the grant with Delivery.Attempts the attempt now in flight.
-	// Errors: ErrNotFound (no such grant, or another retry won),
-	// ErrInvalid, ErrUnavailable.
+	// Errors: ErrNotFound (no such grant), ErrRetryInFlight (the
+	// caller's newest such grant has a retry in flight while the link
+	// lives: another retry won, or still streams), ErrInvalid,
+	// ErrUnavailable.
 	GrantRetryBegin(ctx context.Context, req RetryRequest) (*Grant, error)
 	// GrantRetryRenew extends the lease of the attempt in flight to now +
 	// lease. Errors: ErrNotFound when the attempt is no longer the

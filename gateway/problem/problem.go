@@ -50,6 +50,10 @@ var (
 	// loudly and leave the partial file alone (SPEC §3 step 2).
 	RangeRequiresSession = Problem{http.StatusConflict, "range-requires-session", "Range requests need a transfer session",
 		"Resuming or splitting a download needs a transfer session; a download link only serves the whole file."}
+	// A retry of an interrupted download while another of the same grant
+	// is in flight (SPEC §1): refused, nothing claimed.
+	RetryInProgress = Problem{http.StatusConflict, "retry-in-progress", "This download is already in progress",
+		"The file is being downloaded again for you right now, in another window or program. Nothing was used up: let that download finish, or try again in a moment."}
 	RangeNotSatisfiable = Problem{http.StatusRequestedRangeNotSatisfiable, "range-not-satisfiable", "Range not satisfiable",
 		"The requested part of the file is outside the file."}
 	// A conditional request whose If-Match or If-Unmodified-Since is false

@@ -3,9 +3,11 @@ package public
 import (
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/dlgate/dlgate/auth"
 	"github.com/dlgate/dlgate/gateway/problem"
+	"github.com/dlgate/dlgate/ledger"
 )
 
 // A public route's handler returns what stopped it as an error, and the
@@ -43,6 +45,15 @@ var (
 	// visible ASCII characters (SPEC §3).
 	errBadIdempotencyKey = &refused{p: problem.BadRequest, detail: "Idempotency-Key must be 1 to 255 visible ASCII characters.", why: "bad_idempotency_key"}
 )
+
+// errRetryInFlight is a retry of an interrupted download while another
+// of the same grant is in flight (SPEC §1): 409, nothing claimed, with
+// Retry-After the time the attempt in flight keeps its lease without a
+// renewal, after which a process that died serving it has let go.
+func errRetryInFlight(busy *ledger.RetryInFlightError) error {
+	return &refused{p: problem.RetryInProgress, header: "Retry-After", value: strconv.Itoa(retryAfter(busy.Left)), why: "retry_in_progress",
+		detail: "Another download of this file by this client is in progress under the same grant; it was not counted again."}
+}
 
 // credentialError is the answer to a credential the authenticator
 // refused: 401 with the RFC 6750 §3.1 invalid_token challenge, or 503

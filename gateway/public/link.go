@@ -165,18 +165,25 @@ func (h *Handler) claimByToken(w http.ResponseWriter, r *http.Request, c *call, 
 // download of the link (SPEC §5's identity, clientOf) is served the whole
 // object again under that grant, without a claim, while the link lives
 // and retries are left; GrantRetryBegin decides, by one conditional
-// UPDATE, so of two concurrent retries of one grant one is served. Anyone
-// else, and the loser of such a race, claims as usual, the retry asked.
+// UPDATE, so of two concurrent retries of one grant one is served and the
+// other is refused (409 retry-in-progress, errRetryInFlight), as is a
+// retry while the grant's retry streams: a claim would spend a download
+// of a link whose download this client has under way. Anyone else claims
+// as usual, the retry asked.
 func (h *Handler) retry(w http.ResponseWriter, r *http.Request, c *call, l *ledger.Link) error {
 	who := h.clientOf(c, l)
 	if who.on {
 		g, err := h.Deliveries.GrantRetryBegin(c.ctx, ledger.RetryRequest{LinkID: l.ID, AccountID: c.caller.Account, ClientKeys: who.lookup,
 			Lease: h.RetryLease})
+		var busy *ledger.RetryInFlightError
 		switch {
 		case err == nil:
 			h.Log.InfoContext(c.ctx, "interrupted download served again", "link_id", l.ID, "grant_id", g.ID, "attempt", g.Delivery.Attempts)
 			h.stream(w, r, c, l, g, g.Delivery.Attempts, who)
 			return nil
+		case errors.As(err, &busy):
+			h.Log.InfoContext(c.ctx, "retry refused: another retry of the grant is in flight", "link_id", l.ID, "grant_id", busy.GrantID)
+			return about(errRetryInFlight(busy), "link_id", l.ID, "grant_id", busy.GrantID)
 		case !errors.Is(err, ledger.ErrNotFound):
 			return about(err, "link_id", l.ID)
 		}

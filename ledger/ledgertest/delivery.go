@@ -349,6 +349,19 @@ func wantNoRetry(tb testing.TB, what string, g *ledger.Grant, err error) {
 	}
 }
 
+// wantRetryInFlight checks a retry was refused because grant's retry is
+// in flight, its lease ending within lease.
+func wantRetryInFlight(tb testing.TB, what string, g *ledger.Grant, err error, grant string, lease time.Duration) {
+	tb.Helper()
+	var busy *ledger.RetryInFlightError
+	if !errors.As(err, &busy) || !errors.Is(err, ledger.ErrRetryInFlight) || errors.Is(err, ledger.ErrNotFound) {
+		tb.Fatalf("%s: GrantRetryBegin = %+v, %v; want ErrRetryInFlight", what, g, err)
+	}
+	if busy.GrantID != grant || busy.Left <= 0 || busy.Left > lease {
+		tb.Fatalf("%s: %+v, want grant %s with its lease ending within %v", what, busy, grant, lease)
+	}
+}
+
 func exerciseRetries(t *testing.T, newLedger NewOutboxLedger) {
 	const cookie, addr = "c:cookie-a", "u:client-a"
 	t.Run("TheSameClientDownloadsAnInterruptedGrantAgainWithoutAClaim", func(t *testing.T) {
@@ -460,6 +473,19 @@ func exerciseRetries(t *testing.T, newLedger NewOutboxLedger) {
 		e.clock.Add(ledger.DefaultRetryLease) // the attempt's lease lapsed, and the link expired
 		g, err = e.retry(expiring, "", addr)
 		wantNoRetry(t, "an expired link", g, err)
+
+		// A retry in flight on a link revoked since: the link is dead
+		// (a claim's 404), not a download under way.
+		busy := e.retryLink(t, 1, 5)
+		e.record(t, e.mustClaimStream(t, busy, ""), 1, 10, addr)
+		if _, err := e.retry(busy, "", addr); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.l.LinkRevoke(e.ctx, busy.ID); err != nil {
+			t.Fatal(err)
+		}
+		g, err = e.retry(busy, "", addr)
+		wantNoRetry(t, "a retry in flight on a revoked link", g, err)
 	})
 	t.Run("ADownloadStillStreamingIsNotRetried", func(t *testing.T) {
 		t.Parallel()
@@ -485,14 +511,14 @@ func exerciseRetries(t *testing.T, newLedger NewOutboxLedger) {
 			t.Fatal(err)
 		}
 		g, err = e.retry(l, "", addr)
-		wantNoRetry(t, "while the retry streams", g, err)
+		wantRetryInFlight(t, "while the retry streams", g, err, first.ID, ledger.DefaultRetryLease)
 		e.clock.Add(ledger.DefaultRetryLease - time.Second)
 		if err := e.l.GrantRetryRenew(e.ctx, second.ID, 2, ledger.DefaultRetryLease); err != nil {
 			t.Fatal(err)
 		}
 		e.clock.Add(ledger.DefaultRetryLease - time.Microsecond)
 		g, err = e.retry(l, "", addr)
-		wantNoRetry(t, "1µs before the renewed lease lapses", g, err)
+		wantRetryInFlight(t, "1µs before the renewed lease lapses", g, err, first.ID, time.Microsecond)
 		e.clock.Add(time.Microsecond)
 		third, err := e.retry(l, "", addr)
 		if err != nil || third.Delivery.Attempts != 3 {
@@ -505,7 +531,10 @@ func exerciseRetries(t *testing.T, newLedger NewOutboxLedger) {
 		// flight keeps its lease.
 		e.record(t, second, 2, 600)
 		g, err = e.retry(l, "", addr)
-		wantNoRetry(t, "while attempt 3 streams", g, err)
+		wantRetryInFlight(t, "while attempt 3 streams", g, err, first.ID, ledger.DefaultRetryLease)
+		if _, err := e.retry(l, "", "u:client-b"); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("another client while attempt 3 streams = %v, want ErrNotFound", err)
+		}
 		e.record(t, third, 3, 1000)
 		wantDelivery(t, "after attempts 2 and 3", e.mustGrant(t, l.ID, first.ID).Delivery, ledger.DeliveryComplete, 1000, 1, 3)
 		if err := e.l.GrantRetryRenew(e.ctx, third.ID, 3, time.Minute); !errors.Is(err, ledger.ErrNotFound) {
@@ -535,7 +564,9 @@ func exerciseRetries(t *testing.T, newLedger NewOutboxLedger) {
 				switch {
 				case err == nil:
 					won = append(won, got)
-				case errors.Is(err, ledger.ErrNotFound):
+				case errors.Is(err, ledger.ErrRetryInFlight):
+					// Refused as the grant's retry in flight, not sent
+					// on to claim another download.
 					lost++
 				default:
 					return err

@@ -3,6 +3,7 @@ package sqlcore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -358,15 +359,48 @@ func sweepReason(e endedSession) string {
 const retryableSQL = `kind = 'stream' AND status = 'granted' AND delivery_status <> 'complete'
   AND (attempts_ended >= attempts OR attempt_until <= {now})`
 
-// GrantRetryBegin picks the caller's newest retryable stream grant of the
-// link with a plain read, then starts its next attempt with one
-// conditional UPDATE that decides: the attempts it read (so of two
-// concurrent retries of one grant exactly one matches), still retryable,
-// still the caller's, and its link live by the database's clock (not
-// revoked, not expired, the account it is bound to) with attempts below
-// 1 + retries. The attempt is in flight until its record or the lease's
-// end. Nothing is claimed. Errors: ErrNotFound, ErrInvalid,
-// ErrUnavailable.
+// retryCandidateSQL selects what GrantRetryBegin reads of the caller's
+// grants of a link: those a retry may serve (retryableSQL) and those
+// with a retry in flight (a lease not recorded as ended), the newest
+// first, while the link lives by the database's clock. A first attempt
+// still streaming has no lease and is neither. A plain read: no lock, on
+// the grants or on the link's row. Arguments: now, link id, now, then
+// the client's.
+const retryCandidateSQL = `SELECT id, attempts, attempts_ended, attempt_until, {now} FROM grants
+WHERE link_id = ? AND kind = 'stream' AND status = 'granted' AND delivery_status <> 'complete'
+  AND (attempts_ended >= attempts OR attempt_until IS NOT NULL)
+  AND EXISTS (SELECT 1 FROM links l WHERE l.id = grants.link_id AND l.revoked_at IS NULL AND l.expires_at > {now})
+  AND `
+
+// retryRead is a grant as GrantRetryBegin reads it.
+type retryRead struct {
+	id             string
+	attempts, done int
+	until, now     timeCol
+}
+
+// inFlight is the refusal of a retry while another attempt of the grant
+// is in flight (its lease not lapsed), nil when none is.
+func (r retryRead) inFlight() error {
+	if r.done >= r.attempts || !r.until.Valid || !r.until.T.After(r.now.T) {
+		return nil
+	}
+	return &ledger.RetryInFlightError{GrantID: r.id, Left: r.until.T.Sub(r.now.T)}
+}
+
+// GrantRetryBegin picks the caller's newest stream grant of the link
+// that is retryable or has a retry in flight, with a plain read. One in
+// flight refuses the caller (ErrRetryInFlight): it is the same client's
+// download under way, and a claim would spend another. Otherwise one
+// conditional UPDATE starts its next attempt and decides: the attempts it
+// read (so of two concurrent retries exactly one matches), still
+// retryable, still the caller's, and its link live by the database's
+// clock (not revoked, not expired, the account it is bound to) with
+// attempts below 1 + retries. The loser reads the grant again to tell
+// another retry in flight (ErrRetryInFlight) from a grant no longer
+// retryable (ErrNotFound). The attempt is in flight until its record or
+// the lease's end. Nothing is claimed. Errors: ErrNotFound,
+// ErrRetryInFlight, ErrInvalid, ErrUnavailable.
 func (s *DB) GrantRetryBegin(ctx context.Context, req ledger.RetryRequest) (*ledger.Grant, error) {
 	who, whoArgs, err := retryClient(req)
 	if err != nil {
@@ -381,18 +415,24 @@ func (s *DB) GrantRetryBegin(ctx context.Context, req ledger.RetryRequest) (*led
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	var (
-		id   string
-		seen int
-	)
-	err = s.db.QueryRowContext(ctx, s.q(`SELECT id, attempts FROM grants WHERE link_id = ? AND `+retryableSQL+` AND `+who+`
-ORDER BY created_at DESC, id DESC LIMIT 1`), append([]any{req.LinkID, s.dbNow()}, whoArgs...)...).Scan(&id, &seen)
-	if isNoRows(err) {
-		return nil, ledger.ErrNotFound
-	} else if err != nil {
-		return nil, s.classify(err)
+	read := func(where string, args ...any) (retryRead, error) {
+		var r retryRead
+		err := s.db.QueryRowContext(ctx, s.q(retryCandidateSQL+where), append([]any{s.dbNow(), req.LinkID, s.dbNow()}, args...)...).
+			Scan(&r.id, &r.attempts, &r.done, &r.until, &r.now)
+		if isNoRows(err) {
+			return r, ledger.ErrNotFound
+		}
+		return r, s.classify(err)
 	}
-	args := []any{s.dbNow(), lease.Microseconds(), id, seen, s.dbNow()}
+	seen, err := read(who+`
+ORDER BY created_at DESC, id DESC LIMIT 1`, whoArgs...)
+	if err != nil {
+		return nil, err
+	}
+	if err := seen.inFlight(); err != nil {
+		return nil, err
+	}
+	args := []any{s.dbNow(), lease.Microseconds(), seen.id, seen.attempts, s.dbNow()}
 	args = append(args, whoArgs...)
 	args = append(args, s.dbNow(), req.AccountID)
 	res, err := s.exec(ctx, s.q(`UPDATE grants SET attempts = attempts + 1, attempt_until = {now+}
@@ -403,9 +443,20 @@ WHERE id = ? AND attempts = ? AND `+retryableSQL+` AND `+who+`
 		return nil, err
 	}
 	if err := s.matched(res, ledger.ErrNotFound); err != nil {
+		if !errors.Is(err, ledger.ErrNotFound) {
+			return nil, err
+		}
+		// Lost: to a retry of the same grant that began meanwhile, or
+		// the grant or its link changed.
+		now, rerr := read(`id = ?`, seen.id)
+		if rerr == nil && now.attempts > seen.attempts {
+			if busy := now.inFlight(); busy != nil {
+				return nil, busy
+			}
+		}
 		return nil, err
 	}
-	g, _, err := s.grantByID(ctx, s.db, id, "")
+	g, _, err := s.grantByID(ctx, s.db, seen.id, "")
 	return g, s.classify(err)
 }
 
