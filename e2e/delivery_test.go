@@ -504,7 +504,8 @@ func TestOverHTTP2ADownloadCountsWhatItsStreamWrote(t *testing.T) {
 // whole object under the same grant: byte-exact, the grant complete with
 // 2 attempts, remaining unchanged. Another User-Agent is another client:
 // it claims, and the spent link answers 404; so does the same client's
-// third GET, whose grant is complete.
+// third GET, whose grant is complete. Before the retry, curl -C - (a
+// Range on the link URL) gets 409 and changes nothing.
 func TestACurlKilledHalfWayIsPartialAndItsRetryCompletesTheSameGrant(t *testing.T) {
 	t.Parallel()
 	curl := MustBinary(t, "curl")
@@ -539,6 +540,22 @@ func TestACurlKilledHalfWayIsPartialAndItsRetryCompletesTheSameGrant(t *testing.
 	t.Logf("curl killed half-way: wrote %d bytes; bytes_acked %d (+%d); at the kill its socket held %d unread bytes in a %d-byte receive buffer, the gateway's send queue %d",
 		wrote, d.BytesAcked, d.BytesAcked-wrote, sk.clientRecvQ, sk.clientRcvBuf, sk.gatewaySendQ)
 	admin.checkCounts(t, l.ID, 0, 1, 0)
+
+	// curl -C - resumes with a Range on the link URL: 409 (a retry is a
+	// whole download, never a range), curl fails and leaves its partial
+	// file alone, and nothing is claimed nor any attempt begun, so the
+	// plain GET below is still the client's retry.
+	out, err := run(t, dir, curl, "-q", "-sS", "-C", "-", "-o", file, "-w", "%{http_code}", g.On(l.URL))
+	if code := exitCode(err); code == 0 || !strings.HasSuffix(strings.TrimSpace(out), "409") {
+		t.Errorf("curl -C - after the cut: exit %d, output %q; want a failure on a 409", code, out)
+	}
+	if n := fileSize(file); n != wrote {
+		t.Errorf("curl -C - changed the partial file: %d bytes, it had %d", n, wrote)
+	}
+	admin.checkCounts(t, l.ID, 0, 1, 0)
+	if gs := mustDeliveries(t, admin, l.ID, ""); len(gs) != 1 || gs[0].Delivery.Attempts != 1 {
+		t.Errorf("grants after curl -C -: %+v, want the one grant at attempt 1", gs)
+	}
 
 	// The same client again: the whole object under the same grant.
 	os.Remove(file)

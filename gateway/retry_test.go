@@ -188,6 +188,60 @@ func TestOfTwoConcurrentRetriesOfOneGrantOneIsServedTheOtherRefused(t *testing.T
 	}
 }
 
+// TestARangeOnAStreamLinkWithRetriesStays409 resumes a cut download as
+// curl -C - and wget -c do, with a Range on the link URL: 409
+// range-requires-session, nothing claimed and no attempt begun, so the
+// plain GET that follows is still the client's retry.
+func TestARangeOnAStreamLinkWithRetriesStays409(t *testing.T) {
+	h := MustHarness(t)
+	data := testData(4 << 20)
+	l := h.MustObjectLink(t, "resumed.bin", data, map[string]any{"downloads": 2, "retries": 1})
+	on, wait := connAware(t, h)
+	ck := clientCookie(cutGet(t, on(l.URL), "User-Agent: curl/8.5.0\r\n", 60_000))
+	wait()
+	if ck == nil {
+		t.Fatal("the first 200 set no dlgate_client cookie")
+	}
+	calls := h.Ledger.Calls("")
+	for _, hdr := range []http.Header{
+		{"User-Agent": {"curl/8.5.0"}, "Range": {"bytes=60000-"}},
+		{"User-Agent": {"curl/8.5.0"}, "Range": {"bytes=60000-"}, "Cookie": {"dlgate_client=" + ck.Value}},
+		{"User-Agent": {"Wget/1.21.3"}, "Range": {"bytes=0-"}},
+	} {
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			resp, body := h.Do(t, method, on(l.URL), hdr)
+			if resp.StatusCode != http.StatusConflict || resp.Header.Get("Accept-Ranges") != "none" {
+				t.Fatalf("%s with Range %q = %d, want 409 with Accept-Ranges: none", method, hdr.Get("Range"), resp.StatusCode)
+			}
+			if method == http.MethodGet {
+				mustProblem(t, resp, body, http.StatusConflict, "range-requires-session")
+			}
+		}
+	}
+	if n := h.Ledger.Calls("") - calls; n != 0 {
+		t.Errorf("the Range requests made %d ledger calls, want none", n)
+	}
+	g := h.mustOnlyGrant(t, l.ID)
+	if g.Delivery.Attempts != 1 || g.Delivery.Status != "partial" {
+		t.Fatalf("after the Range requests: delivery %+v, want partial at attempt 1", g.Delivery)
+	}
+	if st := h.MustShowLink(t, l.ID); st.Remaining != 1 {
+		t.Fatalf("after the Range requests: remaining %d, want 1", st.Remaining)
+	}
+	// curl without -C: the whole object again, under the same grant.
+	resp, body := h.Do(t, http.MethodGet, on(l.URL), http.Header{"User-Agent": {"curl/8.5.0"}})
+	if resp.StatusCode != http.StatusOK || string(body) != string(data) {
+		t.Fatalf("the retry = %d with %d bytes, want 200 and the object", resp.StatusCode, len(body))
+	}
+	wait()
+	if g := h.mustOnlyGrant(t, l.ID); g.Delivery.Attempts != 2 || g.Delivery.Status != "complete" {
+		t.Errorf("after the retry: delivery %+v, want complete at attempt 2", g.Delivery)
+	}
+	if st := h.MustShowLink(t, l.ID); st.Remaining != 1 {
+		t.Errorf("after the retry: remaining %d, want 1 (unchanged)", st.Remaining)
+	}
+}
+
 // pausedReader gives the first at bytes of rc, then waits for release
 // before the rest.
 func pausedReader(ctx context.Context, rc io.ReadCloser, at int64, paused chan<- struct{}, release <-chan struct{}) io.ReadCloser {
