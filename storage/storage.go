@@ -68,7 +68,9 @@ type Store interface {
 
 	// Open reads length bytes of the pinned version v starting at offset
 	// (0 <= offset, offset+length <= v.Size). The reader never reads and
-	// discards a prefix: it starts at offset in storage. Errors as Stat,
+	// discards a prefix: it starts at offset in storage. It ends after
+	// exactly length bytes, and earlier only with an error (ExactReader),
+	// so that a short object is never a short success. Errors as Stat,
 	// plus ErrChanged when the object no longer matches v.ETag.
 	Open(ctx context.Context, v Version, offset, length int64) (io.ReadCloser, error)
 
@@ -80,8 +82,9 @@ type Store interface {
 }
 
 // Filer is an optional ability of a reader returned by Open: the reader is
-// an *os.File positioned at the requested offset. Callers copy from it with
-// an io.LimitedReader so the kernel can sendfile.
+// an *os.File positioned at the requested offset. Callers copy from it
+// with CopyFile, so that the kernel can sendfile and a file cut short is
+// an error, as the reader's own would be.
 type Filer interface {
 	File() *os.File
 }
@@ -94,6 +97,9 @@ type Filer interface {
 // SetReadDeadline bounds each wait on the store; a passed one fails
 // WriteNTo with an error wrapping os.ErrDeadlineExceeded, and the copy
 // can go on once it is moved.
+//
+// WriteNTo writes n bytes, fewer only with an error: a body that ends
+// early is ErrUnavailable, as its Read's.
 type Splicer interface {
 	WriteNTo(w io.Writer, n int64) (int64, error)
 	SetReadDeadline(t time.Time) error

@@ -3,11 +3,21 @@ package deliver
 import (
 	"io"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/dlgate/dlgate/gateway/httpx"
 	"github.com/dlgate/dlgate/storage"
 )
+
+// Short bodies: a store's body ends before its length only with an error
+// (storage.Store.Open, storage.ExactReader), and the copy below takes its
+// slices with the same reader (sliceOf; storage.CopyFile for a file's
+// sendfile, storage.Splicer's WriteNTo for a splice), so that a store
+// breaking its promise of the pinned size is a storage failure
+// (errShortBody, storage.ErrChanged: 502 before the status line, a
+// response cut short after it), never a short 200 and never a copy that
+// waits for bytes that will not come.
 
 // peek reads the first bytes of body (at most httpx.BufSize, at most n) so that
 // a store that fails on its first read is noticed before any header or
@@ -25,15 +35,18 @@ func peek(body io.Reader, n int64, full bool) ([]byte, error) {
 	if !full {
 		need = 1
 	}
-	k, err := io.ReadAtLeast(body, buf[:want], int(need))
+	k, err := io.ReadAtLeast(sliceOf(body, want), buf[:want], int(need))
 	if err != nil {
 		httpx.PutBuf(buf)
-		if err == io.ErrUnexpectedEOF || err == io.EOF {
-			return nil, errShortBody
-		}
 		return nil, err
 	}
 	return buf[:k], nil
+}
+
+// sliceOf is the next n bytes of a store's body, to be read whole: an
+// early end is errShortBody.
+func sliceOf(body io.Reader, n int64) io.Reader {
+	return &storage.ExactReader{R: body, N: n, Short: errShortBody}
 }
 
 // writeSlice is the most bytes written between two write-deadline
@@ -42,18 +55,20 @@ func peek(body io.Reader, n int64, full bool) ([]byte, error) {
 const writeSlice = 1 << 20
 
 // copyN copies exactly n bytes of src to w in slices, renewing the write
-// deadline per slice. The bytes pass through the process only when they
-// must: when src is a file (storage.Filer) each slice goes through an
-// *io.LimitedReader over the *os.File, which net/http hands to the
-// kernel's sendfile; when src arrives on a connection it can hand over
-// (storage.Splicer: S3 over plain HTTP), the kernel splices it from socket to
-// socket. Anything else is read into a pooled buffer and written.
+// deadline per slice; fewer only with an error. The bytes pass through
+// the process only when they must: when src is a file (storage.Filer)
+// each slice goes through storage.CopyFile, whose *io.LimitedReader over
+// the *os.File net/http hands to the kernel's sendfile; when src arrives
+// on a connection it can hand over (storage.Splicer: S3 over plain HTTP),
+// the kernel splices it from socket to socket. Anything else is read into
+// a pooled buffer and written.
 func (p *Pipeline) copyN(w http.ResponseWriter, rc *http.ResponseController, src io.Reader, n int64) (int64, error) {
 	// A whole version from a file is hashed beside the copy; its last
 	// slice waits for the verdict (checkedFile.next, digest.go).
 	check, _ := src.(*checkedFile)
+	var file *os.File
 	if f, ok := src.(storage.Filer); ok {
-		src = f.File()
+		file = f.File()
 	}
 	var (
 		done int64
@@ -77,22 +92,19 @@ func (p *Pipeline) copyN(w http.ResponseWriter, rc *http.ResponseController, src
 			k   int64
 			err error
 		)
-		if _, isFile := src.(interface{ Fd() uintptr }); isFile {
-			k, err = io.Copy(w, &io.LimitedReader{R: src, N: step}) // w's ReadFrom → sendfile
+		if file != nil {
+			k, err = storage.CopyFile(w, file, step) // w's ReadFrom → sendfile
 		} else if sp := spliceSourceOf(src); sp.src != nil {
-			k, err = sp.writeN(w, step, deadline)
+			k, err = sp.writeN(w, step, deadline) // storage.Splicer: fewer only with an error
 		} else {
 			if buf == nil {
 				buf = httpx.GetBuf()
 			}
-			k, err = io.CopyBuffer(writerOnly{w}, &io.LimitedReader{R: src, N: step}, buf)
+			k, err = io.CopyBuffer(writerOnly{w}, sliceOf(src, step), buf)
 		}
 		done += k
 		if err != nil {
 			return done, err
-		}
-		if k < step {
-			return done, errShortBody
 		}
 	}
 	return done, nil

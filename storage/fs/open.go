@@ -50,7 +50,7 @@ func (s *Store) Open(ctx context.Context, v storage.Version, offset, length int6
 		f.Close()
 		return nil, translate("open seek", err)
 	}
-	return &reader{f: f, ExactReader: storage.ExactReader{R: f, N: length}}, nil
+	return &reader{f: f, ExactReader: storage.ExactReader{R: f, N: length, Short: storage.ErrChanged}}, nil
 }
 
 // checkData refuses a data file that is not a regular file of the recorded
@@ -75,7 +75,8 @@ var (
 	_ io.WriterTo   = (*reader)(nil)
 )
 
-// reader reads n bytes of f from its current offset.
+// reader reads n bytes of f from its current offset; a file cut short
+// since Open checked its size is storage.ErrChanged.
 type reader struct {
 	f *os.File
 	storage.ExactReader
@@ -85,15 +86,12 @@ type reader struct {
 // start (the offset given to Open, until Read is called).
 func (r *reader) File() *os.File { return r.f }
 
-// WriteTo hands w an io.LimitedReader over the *os.File, the shape that
-// (*net.TCPConn).ReadFrom and the HTTP response writer turn into sendfile.
+// WriteTo copies the rest through storage.CopyFile, whose
+// io.LimitedReader over the *os.File (*net.TCPConn).ReadFrom and the HTTP
+// response writer turn into sendfile.
 func (r *reader) WriteTo(w io.Writer) (int64, error) {
-	lr := &io.LimitedReader{R: r.f, N: r.N}
-	n, err := io.Copy(w, lr)
-	r.N = lr.N
-	if err == nil && r.N > 0 {
-		err = io.ErrUnexpectedEOF
-	}
+	n, err := storage.CopyFile(w, r.f, r.N)
+	r.N -= n
 	return n, err
 }
 

@@ -125,23 +125,24 @@ func parseContentRange(s string) (start, end, size int64, ok bool) {
 }
 
 // body is a GetObject response body whose failures are storage errors, and
-// which refuses to end early.
+// which refuses to end early: a connection that ends before the range's
+// last byte is errShortBody.
 type body struct {
 	rc io.ReadCloser
 	storage.ExactReader
 }
 
+// errShortBody is the Short of a GetObject body (storage.ExactReader).
+var errShortBody = fmt.Errorf("s3 GetObject body: %w", storage.ErrUnavailable)
+
 func newBody(rc io.ReadCloser, length int64) body {
-	return body{rc: rc, ExactReader: storage.ExactReader{R: rc, N: length}}
+	return body{rc: rc, ExactReader: storage.ExactReader{R: rc, N: length, Short: errShortBody}}
 }
 
 func (b *body) Read(p []byte) (int, error) {
 	n, err := b.ExactReader.Read(p)
-	switch {
-	case err == io.ErrUnexpectedEOF:
-		return n, fmt.Errorf("s3 GetObject body: %w: %w", storage.ErrUnavailable, err)
-	case err != nil && err != io.EOF:
-		return n, translate("GetObject body", err)
+	if err != nil && err != io.EOF && !errors.Is(err, errShortBody) {
+		err = translate("GetObject body", err)
 	}
 	return n, err
 }

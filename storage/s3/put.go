@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -50,7 +49,8 @@ const abortTimeout = 30 * time.Second
 // upload; Stat does). Errors: storage.ErrInvalidKey, storage.ErrInvalid,
 // storage.ErrTimeout, storage.ErrUnavailable (BadDigest too: the bytes
 // changed on their way); an error wrapping io.ErrUnexpectedEOF for a short
-// body; the body's own read error, wrapped.
+// body, storage.ErrTooLong for a long one; the body's own read error,
+// wrapped.
 func (s *Store) Put(ctx context.Context, bucket, key string, body io.Reader, size int64, contentType string) (storage.Version, error) {
 	bucket, err := s.resolve(bucket, key)
 	if err != nil {
@@ -65,7 +65,9 @@ func (s *Store) Put(ctx context.Context, bucket, key string, body io.Reader, siz
 	up := upload{s: s, bucket: bucket, key: key, contentType: contentType, digest: !s.noDigest}
 	partSize := s.partSizeFor(size)
 	if size >= 0 {
-		body = &exactReader{r: body, left: size, size: size}
+		// Shorter or longer than size is refused before the last byte of
+		// the last part leaves, so no version is made.
+		body = &storage.ExactReader{R: body, N: size, Whole: true}
 	}
 	buf := s.buffer(partSize)
 	defer s.release(buf)
@@ -109,15 +111,13 @@ func (s *Store) release(b *[]byte) {
 }
 
 // readPart fills buf from body and returns how much it holds: less than
-// len(buf) only at the end of body.
+// len(buf) only at the end of body. The body's failures (a length that
+// is not the declared one among them) are the caller's, not the store's.
 func readPart(body io.Reader, buf []byte) (int64, error) {
 	n, err := io.ReadFull(body, buf)
-	var be *bodyError
 	switch {
 	case err == io.EOF || err == io.ErrUnexpectedEOF:
 		return int64(n), nil
-	case errors.As(err, &be):
-		return int64(n), be.err
 	case err != nil:
 		return int64(n), fmt.Errorf("s3 put: reading body: %w", err)
 	}
@@ -145,7 +145,7 @@ func (u upload) single(ctx context.Context, data []byte) (storage.Version, error
 		ChecksumSHA256: aws.String(base64.StdEncoding.EncodeToString(sum[:])),
 	}, withoutFlexibleChecksums, withPayloadHash(sum[:]))
 	if err != nil {
-		return storage.Version{}, putError("PutObject", err)
+		return storage.Version{}, translate("PutObject", err)
 	}
 	v, err := u.version(out.VersionId, out.ETag, int64(len(data)))
 	if u.digest {
@@ -190,7 +190,7 @@ func (u upload) multipart(ctx context.Context, body io.Reader, buf []byte) (stor
 		ChecksumAlgorithm: types.ChecksumAlgorithmSha256,
 	}, withoutFlexibleChecksums)
 	if err != nil {
-		return storage.Version{}, putError("CreateMultipartUpload", err)
+		return storage.Version{}, translate("CreateMultipartUpload", err)
 	}
 	uploadID := created.UploadId
 	v, err := u.parts(ctx, uploadID, body, buf)
@@ -259,7 +259,7 @@ func (u upload) sendPart(ctx context.Context, uploadID *string, num int32, data,
 	}, withoutFlexibleChecksums, withPayloadHash(sum[:]))
 	wg.Wait() // before the caller reads into data again
 	if err != nil {
-		return types.CompletedPart{}, putError("UploadPart", err)
+		return types.CompletedPart{}, translate("UploadPart", err)
 	}
 	return types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num), ChecksumSHA256: aws.String(checksum)}, nil
 }
@@ -274,7 +274,7 @@ func (u upload) complete(ctx context.Context, uploadID *string, parts []types.Co
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
 	}, withoutFlexibleChecksums)
 	if err != nil {
-		return storage.Version{}, putError("CompleteMultipartUpload", err)
+		return storage.Version{}, translate("CompleteMultipartUpload", err)
 	}
 	return u.version(out.VersionId, out.ETag, total)
 }
@@ -306,77 +306,4 @@ func (u upload) version(vid, etag *string, size int64) (storage.Version, error) 
 		ETag:        aws.ToString(etag),
 		ContentType: u.contentType,
 	}, nil
-}
-
-// putError translates err, except that a failure of the caller's body
-// (which the SDK reports wrapped while sending) stays the body's error:
-// the store did not fail.
-func putError(op string, err error) error {
-	var be *bodyError
-	if errors.As(err, &be) {
-		return fmt.Errorf("s3 %s: %w", op, be.err)
-	}
-	return translate(op, err)
-}
-
-// bodyError marks an error that came from the caller's body.
-type bodyError struct{ err error }
-
-func (e *bodyError) Error() string { return e.err.Error() }
-func (e *bodyError) Unwrap() error { return e.err }
-
-// exactReader passes size bytes of r through and fails when r holds fewer
-// or more. It looks for an extra byte before handing out the last ones, so
-// that an upload of a too-long body fails before its final byte is sent
-// and the server stores nothing.
-type exactReader struct {
-	r    io.Reader
-	left int64
-	size int64
-	done bool
-}
-
-func (e *exactReader) Read(p []byte) (int, error) {
-	if e.done {
-		return 0, io.EOF
-	}
-	if e.left == 0 {
-		return 0, e.finish()
-	}
-	if int64(len(p)) > e.left {
-		p = p[:e.left]
-	}
-	n, err := e.r.Read(p)
-	e.left -= int64(n)
-	switch {
-	case err == io.EOF && e.left > 0:
-		return n, &bodyError{fmt.Errorf("s3 put: body ended %d bytes short of %d: %w", e.left, e.size, io.ErrUnexpectedEOF)}
-	case err != nil && err != io.EOF:
-		return n, &bodyError{fmt.Errorf("s3 put: reading body: %w", err)}
-	case e.left == 0:
-		if ferr := e.finish(); ferr != io.EOF {
-			return 0, ferr
-		}
-		return n, nil
-	}
-	return n, nil
-}
-
-// finish probes r for bytes beyond size: io.EOF when there are none.
-func (e *exactReader) finish() error {
-	var probe [1]byte
-	for range 100 {
-		n, err := e.r.Read(probe[:])
-		if n > 0 {
-			return &bodyError{fmt.Errorf("s3 put: body is longer than the declared %d bytes", e.size)}
-		}
-		if err == io.EOF {
-			e.done = true
-			return io.EOF
-		}
-		if err != nil {
-			return &bodyError{fmt.Errorf("s3 put: reading body: %w", err)}
-		}
-	}
-	return &bodyError{fmt.Errorf("s3 put: reading body: %w", io.ErrNoProgress)}
 }

@@ -114,7 +114,7 @@ func (s *Store) UploadBegin(ctx context.Context, bucket, key string, size int64,
 			ChecksumAlgorithm: types.ChecksumAlgorithmSha256,
 		}, withoutFlexibleChecksums)
 		if err != nil {
-			return storage.Upload{}, putError("CreateMultipartUpload", err)
+			return storage.Upload{}, translate("CreateMultipartUpload", err)
 		}
 		st.UploadID = aws.ToString(created.UploadId)
 	}
@@ -339,7 +339,7 @@ func (r *resumed) writeTemp(ctx context.Context, offset int64, data []byte) (tem
 		ChecksumSHA256: aws.String(checksum),
 	}, withoutFlexibleChecksums, withPayloadHash(sum[:]))
 	if err != nil {
-		return tempObject{}, putError("PutObject (upload's bytes short of a part)", err)
+		return tempObject{}, translate("PutObject (upload's bytes short of a part)", err)
 	}
 	return tempObject{Key: key, VersionID: versionID(out.VersionId), Size: int64(len(data)), Checksum: checksum}, nil
 }
