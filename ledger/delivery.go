@@ -88,6 +88,12 @@ type StreamDelivery struct {
 	// Measured: BytesAcked is from the client's TCP acknowledgements, not
 	// only what the gateway wrote (Delivery.Measured).
 	Measured bool
+	// Size is the size of the object version the grant's link pins, as
+	// the claim's (or retry's) link row gave it: a link's version never
+	// changes. The record judges "complete" against it without reading
+	// the link's row, which claims of a hot link lock. 0 has the ledger
+	// read it (one plain read more).
+	Size int64
 	// ClientKeys name the client for a later retry (SPEC §5's identity,
 	// as MintRequest.AffinityKeys do: "c:" and the cookie's client id,
 	// "u:" and the hash of the address and User-Agent), at most

@@ -32,7 +32,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, c *call, l *led
 		keys = who.keys
 	}
 	h.Pipeline.Serve(w, r, deliver.Request{Object: deliver.ObjectOf(l.Object, l.Filename, false),
-		Meter: &streamMeter{h: h, grant: g, attempt: attempt, keys: keys, attrs: attrs}, NotFound: problem.LinkUnavailable,
+		Meter: &streamMeter{h: h, grant: g, size: l.Object.Size, attempt: attempt, keys: keys, attrs: attrs}, NotFound: problem.LinkUnavailable,
 		Attrs: attrs, Refundable: attempt == 1})
 }
 
@@ -47,6 +47,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, c *call, l *led
 type streamMeter struct {
 	h       *Handler
 	grant   *ledger.Grant
+	size    int64 // of the version the link pins, for the record
 	attempt int
 	keys    []string
 	attrs   []any
@@ -138,7 +139,7 @@ func (m *streamMeter) End(ctx context.Context, res deliver.Result) {
 // it, the response has been answered all the same, and the failure is
 // logged.
 func (m *streamMeter) record(ctx context.Context, res deliver.Result) {
-	d := ledger.StreamDelivery{GrantID: m.grant.ID, Attempt: m.attempt, BytesAcked: res.Acked, Measured: res.Measured, ClientKeys: m.keys}
+	d := ledger.StreamDelivery{GrantID: m.grant.ID, Attempt: m.attempt, BytesAcked: res.Acked, Measured: res.Measured, Size: m.size, ClientKeys: m.keys}
 	ctx = context.WithoutCancel(ctx)
 	m.h.records.Go(func() {
 		if err := m.h.Deliveries.GrantDeliveryRecord(ctx, d); err != nil {

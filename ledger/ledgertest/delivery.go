@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -226,6 +227,32 @@ func exerciseStreamDelivery(t *testing.T, newLedger NewOutboxLedger) {
 		e.record(t, g, 1, 5000)
 		wantDelivery(t, "after 5000 bytes of 1000", e.mustGrant(t, l.ID, g.ID).Delivery, ledger.DeliveryComplete, 1000, 1, 1)
 	})
+	t.Run("TheVersionsSizeGivenJudgesAsTheOneRead", func(t *testing.T) {
+		// The gateway gives the size of the version its claim's link row
+		// pins (StreamDelivery.Size), so that the record reads no link
+		// row; it judges as the size the ledger reads.
+		t.Parallel()
+		for _, events := range []bool{false, true} {
+			e := deliveryEnv(t, newLedger, events)
+			l := e.MustLink(t, 3)
+			for _, c := range []struct {
+				acked  int64
+				status ledger.DeliveryStatus
+				bytes  int64
+			}{{999, ledger.DeliveryPartial, 999}, {1000, ledger.DeliveryComplete, 1000}, {5000, ledger.DeliveryComplete, 1000}} {
+				g := e.mustClaimStream(t, l, "")
+				err := e.l.GrantDeliveryRecord(e.ctx, ledger.StreamDelivery{GrantID: g.ID, Attempt: 1, BytesAcked: c.acked, Measured: true, Size: l.Object.Size})
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantDelivery(t, fmt.Sprintf("webhooks %v, %d bytes of 1000, the size given", events, c.acked), e.mustGrant(t, l.ID, g.ID).Delivery,
+					c.status, c.bytes, float64(c.bytes)/1000, 1)
+			}
+			if events {
+				e.wantDeliveryEvents(t, l.ID, ledger.EventGrantInterrupted, ledger.EventGrantDelivered, ledger.EventGrantDelivered)
+			}
+		}
+	})
 	t.Run("WithWebhooksOffNothingIsWritten", func(t *testing.T) {
 		t.Parallel()
 		e := deliveryEnv(t, newLedger, false)
@@ -256,6 +283,11 @@ func exerciseStreamDelivery(t *testing.T, newLedger NewOutboxLedger) {
 				{ledger.StreamDelivery{GrantID: g.ID, Attempt: 1, BytesAcked: -1}, ledger.ErrInvalid},
 				{ledger.StreamDelivery{GrantID: g.ID, Attempt: 1, ClientKeys: []string{"has space"}}, ledger.ErrInvalid},
 				{ledger.StreamDelivery{GrantID: g.ID, Attempt: 1, ClientKeys: []string{"a", "b", "c", "d"}}, ledger.ErrInvalid},
+				// The size given, as the gateway does, changes none of it.
+				{ledger.StreamDelivery{GrantID: "0192f000-0000-7000-8000-000000000001", Attempt: 1, Size: 1000}, ledger.ErrNotFound},
+				{ledger.StreamDelivery{GrantID: x.GrantID, Attempt: 1, BytesAcked: 10, Size: 1000}, ledger.ErrInvalid},
+				{ledger.StreamDelivery{GrantID: g.ID, Attempt: 2, BytesAcked: 10, Size: 1000}, ledger.ErrInvalid},
+				{ledger.StreamDelivery{GrantID: g.ID, Attempt: 1, BytesAcked: 10, Size: -1}, ledger.ErrInvalid},
 			} {
 				if err := e.l.GrantDeliveryRecord(e.ctx, c.d); !errors.Is(err, c.want) {
 					t.Errorf("webhooks %v: GrantDeliveryRecord(%+v) = %v, want %v", events, c.d, err, c.want)
@@ -287,6 +319,9 @@ func exerciseStreamDelivery(t *testing.T, newLedger NewOutboxLedger) {
 				switch {
 				case i < len(grants):
 					d = ledger.StreamDelivery{GrantID: grants[i].ID, Attempt: 1, BytesAcked: int64(60 * i), Measured: true}
+					if i%2 == 0 {
+						d.Size = 1000 // as the gateway gives it; the others' the ledger reads
+					}
 				case i == len(grants):
 					d.GrantID = x.GrantID
 				}

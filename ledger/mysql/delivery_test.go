@@ -172,7 +172,7 @@ func TestDeliveryRecordsCostFewStatements(t *testing.T) {
 		want int64
 	}{
 		{"the end of a stream response", func() error {
-			return db.GrantDeliveryRecord(ctx, ledger.StreamDelivery{GrantID: g.ID, Attempt: 1, BytesAcked: 400, Measured: true})
+			return db.GrantDeliveryRecord(ctx, ledger.StreamDelivery{GrantID: g.ID, Attempt: 1, BytesAcked: 400, Measured: true, Size: 1000})
 		}, 1},
 		{"a session's report without ranges", func() error {
 			return db.SessionDeliveryRecord(ctx, ledger.SessionDelivery{SessionID: x.ID, Return: 10})

@@ -19,11 +19,6 @@ import (
 
 var _ ledger.Deliveries = (*DB)(nil)
 
-// sizeSQL is the size of a grant's object version, from its link row, for
-// statements on grants: the ledger judges "complete" against the version
-// it pinned, not against a size the caller passes.
-const sizeSQL = `(SELECT l.size FROM links l WHERE l.id = grants.link_id)`
-
 // recordStreamSQL records the end of attempt k of a stream grant, when k
 // has begun (attempts ≥ k) and is not recorded yet (attempts_ended < k):
 // so each attempt lands once, and the row count says whether this one
@@ -34,55 +29,71 @@ const sizeSQL = `(SELECT l.size FROM links l WHERE l.id = grants.link_id)`
 // lease of a retry ends with the attempt it leased; the first record's
 // client keys stay.
 //
+// The version's size is an argument (StreamDelivery.Size), not a
+// subquery on links: an UPDATE's subquery reads its rows with a shared
+// lock on InnoDB under REPEATABLE READ (for the binlog's sake), so a
+// record would wait for the claim transaction holding a hot link's row,
+// and a transaction of records would hold that row from the claims
+// until its COMMIT (TestAStreamRecordNeverLocksItsLinksRow).
+//
 // MySQL assigns a SET list left to right, each expression seeing the
 // columns assigned before it, where SQLite (and the standard) see the row
 // as it was: no expression here reads a column assigned before it.
 //
-// Arguments: acked, at, acked, at, acked, acked, acked, acked, acked,
-// measured, keys, k, k, id, k, k.
-var recordStreamSQL = strings.ReplaceAll(`UPDATE grants SET
-  delivered_at = CASE WHEN delivered_at IS NULL AND ? >= {size} THEN ? ELSE delivered_at END,
-  interrupted_at = CASE WHEN ? < {size} THEN ? ELSE interrupted_at END,
-  delivery_status = CASE WHEN delivery_status = 'complete' OR ? >= {size} THEN 'complete'
+// Arguments: acked, size, at, acked, size, at, acked, size, acked, acked,
+// acked, size, size, acked, measured, keys, k, k, id, k, k.
+const recordStreamSQL = `UPDATE grants SET
+  delivered_at = CASE WHEN delivered_at IS NULL AND ? >= ? THEN ? ELSE delivered_at END,
+  interrupted_at = CASE WHEN ? < ? THEN ? ELSE interrupted_at END,
+  delivery_status = CASE WHEN delivery_status = 'complete' OR ? >= ? THEN 'complete'
     WHEN bytes_acked > 0 OR ? > 0 THEN 'partial' ELSE 'none' END,
-  bytes_acked = CASE WHEN bytes_acked >= ? THEN bytes_acked WHEN ? >= {size} THEN {size} ELSE ? END,
+  bytes_acked = CASE WHEN bytes_acked >= ? THEN bytes_acked WHEN ? >= ? THEN ? ELSE ? END,
   delivery_written = CASE WHEN ? THEN delivery_written ELSE 1 END,
   client_keys = COALESCE(client_keys, ?),
   attempt_until = CASE WHEN attempts = ? THEN NULL ELSE attempt_until END,
   attempts_ended = ?
-WHERE id = ? AND kind = 'stream' AND status = 'granted' AND attempts >= ? AND attempts_ended < ?`, "{size}", sizeSQL)
+WHERE id = ? AND kind = 'stream' AND status = 'granted' AND attempts >= ? AND attempts_ended < ?`
 
 // GrantDeliveryRecord records the end of one response of a stream grant
-// (recordStreamSQL). With webhooks off it is that one UPDATE. With
-// webhooks on it runs in a transaction that first locks the grant's row,
-// so that it knows the status the UPDATE changed, and writes
-// grant.delivered when the grant became complete and grant.interrupted
-// when the response ended short: each at most once per attempt, because
-// an attempt's record lands once. A record of an attempt already recorded
-// (or of a refunded grant) changes nothing and returns nil. Errors:
-// ErrNotFound, ErrInvalid (a session's grant, an attempt not begun, bad
-// keys), ErrUnavailable.
+// (recordStreamSQL). With webhooks off it is that one UPDATE, autocommitted,
+// which locks the grant's row and no other. With webhooks on it runs in
+// a transaction that first locks the grant's row, so that it knows the
+// status the UPDATE changed, and writes grant.delivered when the grant
+// became complete and grant.interrupted when the response ended short:
+// each at most once per attempt, because an attempt's record lands once
+// (the events' sequence takes the link's row, as every event does). With
+// RecordWindow the records of the window go together (records.go); one
+// alone in its window is written as here. A record of an attempt already
+// recorded (or of a refunded grant) changes nothing and returns nil.
+// Errors: ErrNotFound, ErrInvalid (a session's grant, an attempt not
+// begun, bad keys), ErrUnavailable.
 func (s *DB) GrantDeliveryRecord(ctx context.Context, d ledger.StreamDelivery) error {
-	r, err := s.streamRecord(d)
+	r, err := s.streamRecord(ctx, d)
 	if err != nil {
 		return err
 	}
 	if s.RecordWindow > 0 {
 		return s.records.add(ctx, s, r)
 	}
-	if !s.Webhooks {
-		ctx, cancel := s.bound(ctx)
-		defer cancel()
-		res, err := s.exec(ctx, recordStreamSQL, r.args...)
-		if err != nil {
-			return err
-		}
-		if n, err := affected(res); err != nil || n == 1 {
-			return s.classify(err)
-		}
-		return s.classify(s.unrecorded(ctx, s.db, d))
+	return s.recordAlone(ctx, r)
+}
+
+// recordAlone writes one record: with webhooks off its UPDATE alone, in
+// autocommit; with webhooks on a transaction of its own (recordInTx).
+func (s *DB) recordAlone(ctx context.Context, r streamRecord) error {
+	if s.Webhooks {
+		return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error { return s.recordInTx(ctx, tx, r) })
 	}
-	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error { return s.recordInTx(ctx, tx, r) })
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	res, err := s.exec(ctx, recordStreamSQL, r.args...)
+	if err != nil {
+		return err
+	}
+	if n, err := affected(res); err != nil || n == 1 {
+		return s.classify(err)
+	}
+	return s.classify(s.unrecorded(ctx, s.db, r.d))
 }
 
 // streamRecord is one stream delivery record, checked, with the
@@ -93,17 +104,30 @@ type streamRecord struct {
 	args []any
 }
 
-func (s *DB) streamRecord(d ledger.StreamDelivery) (streamRecord, error) {
-	if d.GrantID == "" || d.Attempt < 1 || d.BytesAcked < 0 {
-		return streamRecord{}, fmt.Errorf("%w: a grant id, an attempt ≥ 1 and bytes ≥ 0 are required", ledger.ErrInvalid)
+// streamRecord checks d and makes its record; without d.Size it reads
+// the size of the grant's version with a plain read (no lock: a link's
+// version never changes). Errors: ErrInvalid, ErrNotFound, ErrUnavailable.
+func (s *DB) streamRecord(ctx context.Context, d ledger.StreamDelivery) (streamRecord, error) {
+	if d.GrantID == "" || d.Attempt < 1 || d.BytesAcked < 0 || d.Size < 0 {
+		return streamRecord{}, fmt.Errorf("%w: a grant id, an attempt ≥ 1 and bytes and size ≥ 0 are required", ledger.ErrInvalid)
 	}
 	keys, err := joinClientKeys(d.ClientKeys)
 	if err != nil {
 		return streamRecord{}, err
 	}
+	if d.Size == 0 {
+		bctx, cancel := s.bound(ctx)
+		err := s.db.QueryRowContext(bctx, `SELECT l.size FROM grants g JOIN links l ON l.id = g.link_id WHERE g.id = ?`, d.GrantID).Scan(&d.Size)
+		cancel()
+		if isNoRows(err) {
+			return streamRecord{}, ledger.ErrNotFound
+		} else if err != nil {
+			return streamRecord{}, s.classify(err)
+		}
+	}
 	at := s.now()
-	a, k := d.BytesAcked, d.Attempt
-	return streamRecord{d: d, at: at, args: []any{a, s.t(at), a, s.t(at), a, a, a, a, a, d.Measured, keys, k, k, d.GrantID, k, k}}, nil
+	a, z, k := d.BytesAcked, d.Size, d.Attempt
+	return streamRecord{d: d, at: at, args: []any{a, z, s.t(at), a, z, s.t(at), a, z, a, a, a, z, z, a, d.Measured, keys, k, k, d.GrantID, k, k}}, nil
 }
 
 // recordInTx writes r inside tx: the UPDATE and, with webhooks on, first

@@ -16,8 +16,14 @@ import (
 // commit, its claim's, plus a share of one more, instead of two. A
 // single client downloading back to back otherwise pays for the second:
 // its next claim's COMMIT queues behind the record's on the log.
-// A transaction that fails is split: each record is then written alone,
-// so that one record cannot fail another.
+// A record alone in its window is written as without one (recordAlone):
+// webhooks off, its one UPDATE, autocommitted, not START, UPDATE and
+// COMMIT. A transaction that fails is split: each record is then written
+// alone, so that one record cannot fail another. No record reads or
+// locks the link's row (recordStreamSQL), so a transaction of records
+// never holds up the claims of the links whose downloads it records
+// (webhooks off: with them on, each event takes its link's row for the
+// link's event sequence, as a claim's own events do).
 
 // DefaultRecordWindow is DB.RecordWindow as the gateway sets it.
 const DefaultRecordWindow = 50 * time.Millisecond
@@ -72,8 +78,8 @@ func (g *recordGroup) flush(s *DB) {
 }
 
 // writeRecords writes batch in one transaction, each record's own outcome
-// (an unknown grant, a session's) kept apart from the transaction's; when
-// the transaction fails, each record goes alone.
+// (an unknown grant, a session's) kept apart from the transaction's; a
+// lone record, and each record of a transaction that failed, goes alone.
 func (s *DB) writeRecords(batch []*pendingRecord) {
 	ctx := context.Background()
 	outcomes := make([]error, len(batch))
@@ -92,7 +98,7 @@ func (s *DB) writeRecords(batch []*pendingRecord) {
 	}
 	for i, p := range batch {
 		if err != nil {
-			outcomes[i] = s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error { return s.recordInTx(ctx, tx, p.r) })
+			outcomes[i] = s.recordAlone(ctx, p.r)
 		}
 		p.done <- outcomes[i]
 	}
