@@ -324,3 +324,52 @@ func TestARetryKeepsItsLeaseWhileItStreamsAndStopsWhenItIsLost(t *testing.T) {
 		t.Errorf("no log line says the retry's lease was lost")
 	}
 }
+
+// TestAnotherCookieHolderIsNotTheClientOfARetryByItsAddress: a grant cut
+// for a client without the gateway's cookie records its new cookie and
+// its address with User-Agent. Another browser from the same address with
+// the same User-Agent but a cookie of its own is another client (SPEC §5:
+// the cookie, else address and User-Agent): it claims a download of its
+// own instead of taking the first one's retry, which stays the first
+// one's.
+func TestAnotherCookieHolderIsNotTheClientOfARetryByItsAddress(t *testing.T) {
+	h := MustHarness(t)
+	data := testData(4 << 20)
+	l := h.MustObjectLink(t, "shared-nat.bin", data, map[string]any{"downloads": 3, "retries": 1})
+	on, wait := connAware(t, h)
+	const agent = "Mozilla/5.0 same-browser"
+	ck := clientCookie(cutGet(t, on(l.URL), "User-Agent: "+agent+"\r\n", 50_000))
+	wait()
+	if ck == nil {
+		t.Fatal("the first 200 set no dlgate_client cookie")
+	}
+	first := h.mustOnlyGrant(t, l.ID).ID
+	other := strings.Repeat("B", 22) // a client id of the gateway's shape, another browser's
+	resp, body := h.Do(t, http.MethodGet, on(l.URL), http.Header{"User-Agent": {agent}, "Cookie": {"dlgate_client=" + other}})
+	if resp.StatusCode != http.StatusOK || string(body) != string(data) {
+		t.Fatalf("the other browser's GET = %d with %d bytes, want 200 and the object", resp.StatusCode, len(body))
+	}
+	wait()
+	if st := h.MustShowLink(t, l.ID); st.Remaining != 1 || st.Grants["granted"] != 2 {
+		t.Fatalf("after the other browser's GET: remaining %d, grants %v; want 1 and two grants (a claim of its own)", st.Remaining, st.Grants)
+	}
+	for _, g := range h.MustGrants(t, l.ID, "") {
+		if g.ID == first && (g.Delivery.Attempts != 1 || g.Delivery.Status != "partial") {
+			t.Fatalf("the first browser's grant: delivery %+v, want partial at attempt 1: its retry is its own", g.Delivery)
+		}
+	}
+	// The first browser, by its cookie, still has its retry.
+	resp, body = h.Do(t, http.MethodGet, on(l.URL), http.Header{"User-Agent": {agent}, "Cookie": {"dlgate_client=" + ck.Value}})
+	if resp.StatusCode != http.StatusOK || string(body) != string(data) {
+		t.Fatalf("the first browser's retry = %d with %d bytes, want 200 and the object", resp.StatusCode, len(body))
+	}
+	wait()
+	if st := h.MustShowLink(t, l.ID); st.Remaining != 1 {
+		t.Errorf("after the first browser's retry: remaining %d, want 1 (unchanged)", st.Remaining)
+	}
+	for _, g := range h.MustGrants(t, l.ID, "") {
+		if g.ID == first && (g.Delivery.Attempts != 2 || g.Delivery.Status != "complete") {
+			t.Errorf("the first browser's grant: delivery %+v, want complete at attempt 2", g.Delivery)
+		}
+	}
+}

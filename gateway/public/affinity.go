@@ -66,8 +66,8 @@ func (h *Handler) affinityOf(c *call, l *ledger.Link) affinity {
 
 // clientOf says whether and as whom the ledger knows c on l, as SPEC §5
 // has it, under GATEWAY_SESSION_AFFINITY: for session affinity on a
-// session link, and for the retries of an interrupted stream download on
-// a stream link (SPEC §1), whose grants record the same keys.
+// session link, and, as retrier narrows it, for the retries of an
+// interrupted stream download on a stream link (SPEC §1).
 func (h *Handler) clientOf(c *call, l *ledger.Link) affinity {
 	if h.Affinity == AffinityOff {
 		return affinity{}
@@ -189,11 +189,24 @@ func (h *Handler) noteAffinity(c *call, how string, x *ledger.Session) {
 }
 
 // retrier is who c is for the retries of a stream download of l (SPEC
-// §1): as clientOf says on a link with retries; nobody on one without,
-// whose grants need no client keys.
+// §1): as clientOf says on a link with retries, but a client with the
+// gateway's cookie is that cookie alone, both for the grant it records
+// and for the grant it retries (SPEC §5: the cookie, else address and
+// User-Agent). So another browser behind the same address with the same
+// User-Agent and a cookie of its own never takes this one's retry, and a
+// grant a cookie holder downloaded is not another cookie holder's by its
+// address. A client without the cookie is its address and User-Agent,
+// and its grant records the cookie its 200 sets beside them, so that its
+// browser's next click is known even from another address. Nobody on a
+// link without retries, whose grants need no client keys.
 func (h *Handler) retrier(c *call, l *ledger.Link) affinity {
 	if l.Retries == 0 {
 		return affinity{}
 	}
-	return h.clientOf(c, l)
+	a := h.clientOf(c, l)
+	if c.cookie != "" && len(a.keys) > 1 {
+		a.keys = a.keys[:1]
+		a.lookup = a.keys
+	}
+	return a
 }

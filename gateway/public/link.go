@@ -171,7 +171,7 @@ func (h *Handler) claimByToken(w http.ResponseWriter, r *http.Request, c *call, 
 // of a link whose download this client has under way. Anyone else claims
 // as usual, the retry asked.
 func (h *Handler) retry(w http.ResponseWriter, r *http.Request, c *call, l *ledger.Link) error {
-	who := h.clientOf(c, l)
+	who := h.retrier(c, l)
 	if who.on {
 		g, err := h.Deliveries.GrantRetryBegin(c.ctx, ledger.RetryRequest{LinkID: l.ID, AccountID: c.caller.Account, ClientKeys: who.lookup,
 			Lease: h.RetryLease})
