@@ -179,10 +179,13 @@ type Deliveries interface {
 	// status, delivered_at and — with webhooks on, in the same
 	// transaction — grant.delivered once when the coverage reaches the
 	// whole object. A process calls it with its budget returns, at most
-	// about once a second per session, and when the session's last
-	// request on it ends (even with nothing to report: the sweeper waits
-	// SpentGrace after the last report before it ends a spent session).
-	// Evidence that comes after the session ended still counts. Errors:
+	// about once a second per session for its ranges (gateway/warm: a
+	// timer sends those that ended within a second of its last report),
+	// and when it lets go of the session (a second after the session's
+	// last request on it, or at shutdown or a revocation), never with
+	// nothing to report; the sweeper waits SpentGrace after the last
+	// report before it ends a spent session. Evidence that comes after
+	// the session ended still counts. Errors:
 	// ErrNotFound, ErrInvalid, ErrUnavailable.
 	SessionDeliveryRecord(ctx context.Context, d SessionDelivery) error
 	// GrantDeliveryRecord records the end of one response of a stream
