@@ -281,14 +281,18 @@ func TestASessionLeftAtSixtyPercentAndExpiredIsInterruptedOnce(t *testing.T) {
 // idle window after a response. The third fetch must not be sent to that
 // spent session (which would answer 403 byte-budget-exhausted): a GET
 // without Range goes to a session only when its budget covers the whole
-// object, so it claims the link's second download and gets 200.
+// object, so it claims the link's second download and gets 200. The file
+// is 17 MiB, two 8 MiB draws and a 1 MiB tail: a whole response draws no
+// further than its end, so the second fetch, however quick, finds the
+// object's size undrawn and goes to the same session (a tail drawn ahead
+// to 8 MiB and held warm for a second made it claim anew).
 func TestTheThirdQuickWholeGetOfASpentSessionClaimsANewOne(t *testing.T) {
 	t.Parallel()
 	curl := MustBinary(t, "curl")
 	c := MustStartCluster(t, ClusterOptions{Processes: 1})
 	g, admin := c.Gateways[0], c.Admin()
 	db := MustLedgerDB(t, c)
-	obj := admin.MustUpload(t, "delivery/affinity.bin", 1<<20)
+	obj := admin.MustUpload(t, "delivery/affinity.bin", 17<<20)
 	size := int64(len(obj.Data))
 	l := admin.MustCreateLink(t, obj, LinkRequest{Downloads: 2, Delivery: "session", Session: &SessionSettings{ByteBudget: 2 * size}})
 	dir := t.TempDir()
