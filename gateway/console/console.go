@@ -120,7 +120,9 @@ func (h *Handler) Require(sc apikey.Scope, next http.Handler) http.Handler {
 		}
 		ctx, ref := h.Admin.Allow(r, admin.PrincipalOfKey(s.Key), sc)
 		if ref != nil {
-			h.refuse(w, r, ref)
+			// The refusal's page shows the session (its navigation,
+			// sign-out), which is live: only this page is not the key's.
+			h.refuse(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)), ref)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, sessionKey{}, s)))
