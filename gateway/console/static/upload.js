@@ -61,10 +61,42 @@
     box.hidden = false;
     bar.value = 0;
     bar.max = Math.max(file.size, 1);
-    // The rate is over the last few seconds, so a resumption after a
-    // pause does not make the estimate of the time left absurd.
-    var samples = [];
-    var resumed = 0;
+    // The rate is over the last few seconds up to now, not up to the last
+    // progress event: a ticker redraws the line every second, so when the
+    // bytes stop moving the rate falls towards zero instead of staying as
+    // it was, and after a few seconds without a byte the line says the
+    // upload is stalled, with no time left it cannot know.
+    var WINDOW = 5000, STALL = 3000;
+    var samples = []; // [time, bytes sent], the oldest at or before the window's start
+    var sent = 0, total = file.size, moved = Date.now(), resumed = 0, note = "";
+    function draw(now) {
+      while (samples.length > 1 && now - samples[1][0] >= WINDOW) {
+        samples.shift();
+      }
+      var parts = [size(sent) + " of " + size(total)];
+      var still = now - moved;
+      if (still >= STALL) {
+        parts.push("stalled for " + duration(still / 1000) + ", no byte moving");
+      } else {
+        var first = samples.length ? samples[0] : [now, sent];
+        var span = (now - first[0]) / 1000;
+        var rate = span > 0 ? Math.max(sent - first[1], 0) / span : 0;
+        parts.push(size(Math.round(rate)) + "/s");
+        parts.push(duration(rate > 0 ? (total - sent) / rate : Infinity) + " left");
+      }
+      if (note) {
+        parts.push(note);
+      } else if (resumed) {
+        parts.push("resumed");
+      }
+      status.textContent = parts.join(" · ");
+    }
+    var ticker = setInterval(function () {
+      draw(Date.now());
+    }, 1000);
+    function stop() {
+      clearInterval(ticker);
+    }
     var upload = new tus.Upload(file, {
       endpoint: "/console/uploads/",
       metadata: { key: key, filename: file.name, content_type: file.type || "application/octet-stream" },
@@ -74,28 +106,36 @@
       removeFingerprintOnSuccess: true,
       onShouldRetry: function (err, attempt) {
         resumed = attempt + 1;
-        status.textContent = "Connection lost; resuming (attempt " + resumed + ")…";
+        note = "connection lost, resuming (attempt " + resumed + ")";
+        draw(Date.now());
         var code = err.originalResponse ? err.originalResponse.getStatus() : 0;
         return code === 0 || code === 409 || code === 423 || code >= 500;
       },
-      onProgress: function (sent, total) {
+      onProgress: function (bytes, all) {
         var now = Date.now();
-        samples.push([now, sent]);
-        while (samples.length > 2 && now - samples[0][0] > 5000) {
-          samples.shift();
+        if (bytes < sent) {
+          // Resumed from the server's offset, behind what was handed
+          // to the connection that dropped: the rate starts again.
+          samples = [];
         }
-        var first = samples[0];
-        var rate = now > first[0] ? (sent - first[1]) / ((now - first[0]) / 1000) : 0;
-        bar.value = sent;
-        status.textContent = size(sent) + " of " + size(total) + " · " + size(Math.max(rate, 0)) + "/s · " +
-          duration(rate > 0 ? (total - sent) / rate : Infinity) + " left" + (resumed ? " · resumed" : "");
+        if (bytes !== sent) {
+          moved = now;
+          note = "";
+        }
+        sent = bytes;
+        total = all;
+        samples.push([now, bytes]);
+        bar.value = bytes;
+        draw(now);
       },
       onError: function (err) {
+        stop();
         start.disabled = false;
         var code = err.originalResponse ? err.originalResponse.getStatus() : 0;
         status.textContent = "The upload failed" + (code ? " (HTTP " + code + ")" : "") + ". Press Upload to go on from where it stopped.";
       },
       onSuccess: function () {
+        stop();
         // GET of the upload's URL answers the stored object's JSON.
         fetch(upload.url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
           .then(function (r) {
