@@ -20,6 +20,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/gorilla/mux"
+
 	"github.com/dlgate/dlgate/client"
 	"github.com/dlgate/dlgate/gateway/uploads"
 	"github.com/dlgate/dlgate/ledger"
@@ -69,8 +71,13 @@ func MustTusGateway(t *testing.T) *tusGateway {
 	}
 	g := &tusGateway{h: h, fake: MustFakeAdmin(t)}
 	fakeURL := g.fake.URL
-	mux := http.NewServeMux()
-	mux.Handle("/v1/uploads/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// The tus handler routed as the admin listener routes it: the
+	// collection and {id}, matched on the escaped path.
+	tus := mux.NewRouter().UseEncodedPath()
+	tus.Handle("/v1/uploads/", h)
+	tus.Handle("/v1/uploads/{id}", h)
+	routes := http.NewServeMux()
+	routes.Handle("/v1/uploads/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+testToken {
 			http.Error(w, "no", http.StatusUnauthorized)
 			return
@@ -81,9 +88,9 @@ func MustTusGateway(t *testing.T) *tusGateway {
 			g.mu.Unlock()
 			r.Body = &watched{ReadCloser: r.Body, g: g}
 		}
-		h.ServeHTTP(w, r)
+		tus.ServeHTTP(w, r)
 	}))
-	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	routes.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Links go to the fake, which records them.
 		req, _ := http.NewRequestWithContext(r.Context(), r.Method, fakeURL+r.URL.RequestURI(), r.Body)
 		req.Header = r.Header.Clone()
@@ -97,7 +104,7 @@ func MustTusGateway(t *testing.T) *tusGateway {
 		w.WriteHeader(resp.StatusCode)
 		io.Copy(w, resp.Body)
 	}))
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewServer(routes)
 	t.Cleanup(srv.Close)
 	g.url = srv.URL
 	return g
