@@ -229,8 +229,8 @@ func (b *consoleBrowser) inspect(t *testing.T, name string) {
 	b.run(t, 60*time.Second, chromedp.EmulateViewport(1280, 900))
 }
 
-// signIn signs in with key on the sign-in page and waits for the links
-// page.
+// signIn signs in with key on the sign-in page and waits for the page
+// the console lands on (the first its scopes open).
 func (b *consoleBrowser) signIn(t *testing.T, key string) {
 	t.Helper()
 	if st := b.open(t, "/console/"); st != http.StatusOK {
@@ -239,7 +239,7 @@ func (b *consoleBrowser) signIn(t *testing.T, key string) {
 	b.run(t, 60*time.Second,
 		chromedp.SendKeys(chromedp.ID("key"), key),
 		chromedp.Click(chromedp.CSS(`main form button[type="submit"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`nav[aria-label="Console"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.who`)),
 	)
 }
 
@@ -316,8 +316,11 @@ func TestConsole(t *testing.T) {
 		t.Fatalf("the upload never reached the half; status %q", b.text(t, "#upload-status"))
 	}
 	b.waitFor(t, 30*time.Second, `document.getElementById("upload-bar").value > 0`)
-	if st := b.text(t, "#upload-status"); !strings.Contains(st, "of 64.0 MiB") || !strings.Contains(st, "/s") || !strings.Contains(st, "left") {
-		t.Errorf("the progress says %q, want bytes, a rate and the time left", st)
+	// No byte moves while the proxy holds the connection: the line says
+	// so, with no rate or time left from before the stall.
+	b.waitFor(t, time.Minute, `document.getElementById("upload-status").textContent.includes("stalled")`)
+	if st := b.text(t, "#upload-status"); !strings.Contains(st, "of 64.0 MiB") || strings.Contains(st, "/s") || strings.Contains(st, "left") {
+		t.Errorf("the progress of the held upload says %q, want the bytes and stalled, no rate or time left", st)
 	}
 	b.inspect(t, "new-link")
 	proxy.Release()
@@ -471,35 +474,46 @@ func TestConsole(t *testing.T) {
 		issuedKeys.Store(k, struct{}{})
 	}
 	b.inspect(t, "keys")
-	b.keyboard(t)
+	b.keyboard(t, "/console/links", 12)
 	if b.shot != 2*11 {
 		t.Errorf("%d screenshots, want 22", b.shot)
 	}
+	checkNotLogged(t, "console key", []string{op.Key}, g)
 }
 
-// keyboard walks the links page with Tab alone: the first stop is the
-// skip link, every stop is a link, a button or a field, and each shows a
-// visible focus ring.
-func (b *consoleBrowser) keyboard(t *testing.T) {
+// keyboard walks the page at path with Tab alone, stops times: the
+// first stop is the skip link, every stop is a link, a button or a
+// field, and each shows a visible focus ring. It returns what each stop
+// was (tag, id and text), in order.
+func (b *consoleBrowser) keyboard(t *testing.T, path string, stops int) []string {
 	t.Helper()
-	b.open(t, "/console/links")
-	for i := range 12 {
+	b.open(t, path)
+	var seen []string
+	for i := range stops {
 		b.run(t, 30*time.Second, chromedp.KeyEvent("\t"))
 		stop := eval[map[string]string](t, b, `(() => {
 			const e = document.activeElement, s = getComputedStyle(e);
-			return {tag: e.tagName, text: (e.textContent || e.name || "").trim().slice(0, 30),
+			return {tag: e.tagName, id: e.id, text: (e.textContent || e.name || "").trim().slice(0, 30),
 				outline: s.outlineStyle + " " + s.outlineWidth};
 		})()`)
 		if i == 0 && stop["text"] != "Skip to the content" {
-			t.Errorf("the first Tab stop is %v, want the skip link", stop)
+			t.Errorf("%s: the first Tab stop is %v, want the skip link", path, stop)
+		}
+		if i > 0 && stop["tag"] == "BODY" {
+			break // past the page's last control: the walk is done
 		}
 		if !containsString([]string{"A", "BUTTON", "INPUT", "SELECT", "DIV"}, stop["tag"]) { // DIV: a table that scrolls
-			t.Errorf("Tab stop %d is a %s", i+1, stop["tag"])
+			t.Errorf("%s: Tab stop %d is a %s", path, i+1, stop["tag"])
 		}
+		// Visible: an outline is drawn (the style sheet's focus ring; a
+		// date field's focus is inside it, where :focus-visible does not
+		// reach, so the sheet rings it on :focus).
 		if strings.HasPrefix(stop["outline"], "none") || strings.HasSuffix(stop["outline"], " 0px") {
-			t.Errorf("Tab stop %d (%v) shows no focus", i+1, stop)
+			t.Errorf("%s: Tab stop %d (%v) shows no focus", path, i+1, stop)
 		}
+		seen = append(seen, stop["tag"]+"#"+stop["id"]+" "+stop["text"])
 	}
+	return seen
 }
 
 func containsString(list []string, s string) bool {
