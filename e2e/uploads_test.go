@@ -136,25 +136,109 @@ func hexSHA256(b []byte) string {
 }
 
 // An upload begun on one gateway process and resumed on another, with the
-// S3 store, ends byte-exact with the whole object's SHA-256: its offset,
-// hash state and lock are in the ledger and the store, not in a process.
+// S3 store, behind the test balancer, ends byte-exact with the whole
+// object's SHA-256: its offset, hash state and lock are in the ledger and
+// the store, not in a process. The client reaches the admin listeners
+// through a proxy and the balancer; the proxy cuts the connection in the
+// middle of the PATCH, whose process then leaves the balancer (as a
+// process drained or gone would), so the client's next connection, where
+// it asks for the offset and sends the rest, reaches the other process.
 func TestAnUploadBegunOnOneProcessEndsOnAnother(t *testing.T) {
 	t.Parallel()
 	c := MustStartCluster(t, ClusterOptions{Processes: 2})
-	a, b := c.Gateways[0].Admin(), c.Gateways[1].Admin()
-	ta, tb := tusClient{a.Base, a.Token}, tusClient{b.Base, b.Token}
+	first, second := c.Gateways[0], c.Gateways[1]
+	lb := MustStartBalancer(t, 0, first.AdminAddr)
 	data := randomBytes(20<<20+12345, 1) // several parts of S3's, and a tail
-	up := ta.create(t, "cluster/upload.bin", len(data))
-	half := len(data) / 2
-	ta.patch(t, up, 0, data[:half])
-	if got := tb.offset(t, up); got != half {
-		t.Fatalf("the second process sees offset %d, want %d", got, half)
+	// The proxy counts every byte towards the balancer (the POST and the
+	// PATCH's head included): the cut falls about half way through the
+	// PATCH's body.
+	proxy := startCuttingProxy(t, lb.Addr(), int64(len(data)/2))
+	tc := tusClient{proxy.Base(), first.AdminToken}
+	up := tc.create(t, "cluster/upload.bin", len(data))
+
+	cut := make(chan error, 1)
+	go func() {
+		req, err := http.NewRequest(http.MethodPatch, proxy.Base()+up, bytes.NewReader(data))
+		if err != nil {
+			cut <- err
+			return
+		}
+		req.Header.Set("Tus-Resumable", "1.0.0")
+		req.Header.Set("Authorization", "Bearer "+first.AdminToken)
+		req.Header.Set("Upload-Offset", "0")
+		req.Header.Set("Content-Type", "application/offset+octet-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			err = fmt.Errorf("the cut PATCH was answered %s", resp.Status)
+		}
+		cut <- err
+	}()
+	select {
+	case <-proxy.held:
+	case err := <-cut:
+		t.Fatalf("the PATCH ended before the proxy cut it: %v", err)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the PATCH never reached the half through the proxy")
 	}
-	tb.patch(t, up, half, data[half:])
-	key, sum, size := tb.stored(t, up)
+	lb.SetBackends(second.AdminAddr)
+	proxy.Release()
+	if err := <-cut; err == nil {
+		t.Fatal("the cut PATCH did not fail")
+	}
+
+	// Resume as a tus client does: ask for the offset, send the rest from
+	// there. While the first process still finishes the cut PATCH, the
+	// upload is locked (423) or its offset moves (409): asked again.
+	at, deadline := -1, time.Now().Add(time.Minute)
+	for {
+		if at = tc.offset(t, up); at >= 0 {
+			resp := tc.do(t, http.MethodPatch, up, bytes.NewReader(data[at:]), "Upload-Offset", strconv.Itoa(at),
+				"Content-Type", "application/offset+octet-stream")
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusNoContent && resp.Header.Get("Upload-Offset") == strconv.Itoa(len(data)) {
+				break
+			}
+			if resp.StatusCode != http.StatusLocked && resp.StatusCode != http.StatusConflict {
+				t.Fatalf("the resumed PATCH at %d = %d %s", at, resp.StatusCode, body)
+			}
+		} else if at != -http.StatusLocked {
+			t.Fatalf("HEAD %s after the cut answered %d", up, -at)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the upload could not be resumed within a minute (last offset %d)", at)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if at <= 0 || at >= len(data) {
+		t.Fatalf("the upload resumed at byte %d of %d: the cut PATCH stored nothing, and the test proves nothing", at, len(data))
+	}
+	t.Logf("the cut PATCH stored %d of %d bytes on %s; %s took the rest", at, len(data), first.Name, second.Name)
+	if proxy.cutCount.Load() != 1 {
+		t.Errorf("the proxy cut %d connections, want 1", proxy.cutCount.Load())
+	}
+	// Each process served its part: the first the creation and the cut
+	// PATCH, the second the rest.
+	for _, p := range []struct {
+		g     *Gateway
+		wants []string
+	}{
+		{first, []string{"method=POST", "method=PATCH"}},
+		{second, []string{"method=HEAD", "method=PATCH status=204"}},
+	} {
+		for _, want := range p.wants {
+			if !waitLogged(t, p.g, "route=admin_uploads", want) {
+				t.Errorf("%s logged no admin_uploads request with %q", p.g.Name, want)
+			}
+		}
+	}
+
+	key, sum, size := tc.stored(t, up)
 	if key != "cluster/upload.bin" || size != int64(len(data)) || sum != hexSHA256(data) {
 		t.Fatalf("the upload stored %s, %d bytes, sha256 %s; want %d bytes, %s", key, size, sum, len(data), hexSHA256(data))
 	}
+	ta := tusClient{first.Admin().Base, first.AdminToken}
 	if ak, asum, _ := ta.stored(t, up); ak != key || asum != sum {
 		t.Errorf("the first process answers %s %s for the finished upload", ak, asum)
 	}
@@ -167,10 +251,30 @@ func TestAnUploadBegunOnOneProcessEndsOnAnother(t *testing.T) {
 	json.NewDecoder(resp.Body).Decode(&got) //nolint:errcheck // checked by the link's creation
 	resp.Body.Close()
 	obj.VersionID = got.VersionID
-	link := a.MustCreateLink(t, obj, LinkRequest{Downloads: 1})
+	link := first.Admin().MustCreateLink(t, obj, LinkRequest{Downloads: 1})
 	r := MustFetch(t, http.MethodGet, c.Balancer.On(link.URL))
 	if r.Status != http.StatusOK || !bytes.Equal(r.Body, data) {
 		t.Fatalf("download of the uploaded object = %v, %d bytes", r, len(r.Body))
+	}
+}
+
+// waitLogged reports whether a line of g's log has every one of parts,
+// waiting a little for a line being written.
+func waitLogged(t *testing.T, g *Gateway, parts ...string) bool {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		for _, line := range strings.Split(readFile(t, g.StderrPath), "\n") {
+			all := true
+			for _, p := range parts {
+				all = all && strings.Contains(line, p)
+			}
+			if all {
+				return true
+			}
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
 	}
 }
 
