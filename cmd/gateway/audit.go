@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -10,9 +9,6 @@ import (
 	"github.com/dlgate/dlgate/client"
 	"github.com/dlgate/dlgate/ledger"
 )
-
-// auditCommand lists the audit trail through the admin API (SPEC §6, §9).
-type auditCommand struct{ main *Main }
 
 const auditUsage = `Usage: gateway audit [--actor ID] [--action A] [--target ID] [--after T] [--before T] [--limit N] [--all] [--json]
 
@@ -32,15 +28,8 @@ func (c *auditCommand) Run(ctx context.Context, args []string) error {
 	after := fs.String("after", "", "only changes after this RFC 3339 `time`")
 	before := fs.String("before", "", "only changes before this RFC 3339 `time`")
 	page := registerPageFlags(fs, "entries")
-	pos, helped, err := sc.parse(args)
-	if helped {
-		return nil
-	}
-	if err != nil {
-		return usagef("audit: %v", err)
-	}
-	if len(pos) != 0 {
-		return usagef("audit: unexpected argument %q", pos[0])
+	if err := sc.none(args); err != nil {
+		return err
 	}
 	if *action != "" && !slices.Contains(ledger.Actions(), *action) {
 		return usagef("audit: --action must be one of %s, got %q", strings.Join(ledger.Actions(), ", "), *action)
@@ -48,7 +37,7 @@ func (c *auditCommand) Run(ctx context.Context, args []string) error {
 	if err := page.check("audit"); err != nil {
 		return err
 	}
-	opts := client.AuditOptions{Cursor: *page.cursor, Limit: *page.limit, Actor: *actor, Action: *action, TargetID: *target}
+	opts := client.AuditOptions{Limit: *page.limit, Actor: *actor, Action: *action, TargetID: *target}
 	for _, b := range []struct {
 		flag, v string
 		t       *time.Time
@@ -66,22 +55,15 @@ func (c *auditCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	out := newListPrinter(c.main.Stdout, *page.json || !c.main.listsTables(), "AT\tACTION\tTARGET\tACTOR\tKEY ID\tREQUEST")
-	for {
+	return page.list(c.main, "AT\tACTION\tTARGET\tACTOR\tKEY ID\tREQUEST", func(cursor string, out *listPrinter) (string, error) {
+		opts.Cursor = cursor
 		p, err := cl.Audit(ctx, opts)
 		if err != nil {
-			return err
+			return "", err
 		}
 		for _, e := range p.Entries {
 			out.row(e.Raw, e.At.UTC().Format(time.RFC3339), e.Action, e.Target.Type+" "+e.Target.ID, e.Actor.KeyName, e.Actor.KeyID, e.RequestID)
 		}
-		if opts.Cursor = p.NextCursor; opts.Cursor == "" {
-			break
-		}
-		if !*page.all {
-			fmt.Fprintf(c.main.Stderr, "more entries: run again with --cursor %s, or with --all\n", opts.Cursor)
-			break
-		}
-	}
-	return out.done(c.main.Stderr, "no entries")
+		return p.NextCursor, nil
+	})
 }

@@ -1,29 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/dlgate/dlgate/apikey"
 	"github.com/dlgate/dlgate/client"
 )
 
-// keysCommand administers operators' API keys through the admin API
-// (SPEC §6, §9).
-type keysCommand struct{ main *Main }
-
 // Run dispatches to create, list or revoke.
 func (c *keysCommand) Run(ctx context.Context, args []string) error {
-	return c.main.dispatch(ctx, "keys", "create, list, revoke", keysUsage, commands{
-		"create": c.create, "list": c.list, "revoke": c.revoke,
-	}, args)
+	return c.main.dispatch(ctx, "keys", keysUsage, commands{{"create", c.create}, {"list", c.list}, {"revoke", c.revoke}}, args)
 }
 
 var keysUsage = `Usage:
@@ -74,20 +63,14 @@ func (c *keysCommand) create(ctx context.Context, args []string) error {
 	sc.fs.Var(&scopes, "scope", "a `scope` the key holds; repeat it, or separate scopes with commas (at least one)")
 	expiresIn := sc.fs.String("expires-in", "", "lifetime, a Go `duration` (90m, 36h) or days (90d); default until revoked")
 	asJSON := sc.fs.Bool("json", false, "print the created key as JSON, its text included")
-	pos, helped, err := sc.parse(args)
-	if helped {
-		return nil
-	}
+	name, err := sc.one(args, "NAME")
 	if err != nil {
-		return usagef("keys create: %v", err)
-	}
-	if len(pos) != 1 {
-		return usagef("keys create: want one NAME argument, got %d", len(pos))
+		return err
 	}
 	if len(scopes) == 0 {
 		return usagef("keys create: --scope is required (the scopes are %s)", strings.Join(apikey.All().Strings(), ", "))
 	}
-	req := client.CreateKeyRequest{Name: pos[0], Scopes: scopes}
+	req := client.CreateKeyRequest{Name: name, Scopes: scopes}
 	if *expiresIn != "" {
 		d, err := parseLifetime(*expiresIn)
 		if err != nil {
@@ -123,15 +106,8 @@ func (c *keysCommand) list(ctx context.Context, args []string) error {
 		"Lists the API keys, newest first, revoked and expired ones included, never their\n"+
 		"text: a table on a terminal, otherwise one JSON object per line.")
 	page := registerPageFlags(sc.fs, "keys")
-	pos, helped, err := sc.parse(args)
-	if helped {
-		return nil
-	}
-	if err != nil {
-		return usagef("keys list: %v", err)
-	}
-	if len(pos) != 0 {
-		return usagef("keys list: unexpected argument %q", pos[0])
+	if err := sc.none(args); err != nil {
+		return err
 	}
 	if err := page.check("keys list"); err != nil {
 		return err
@@ -140,26 +116,17 @@ func (c *keysCommand) list(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	out := newListPrinter(c.main.Stdout, *page.json || !c.main.listsTables(), "ID\tNAME\tSTATE\tSCOPES\tLAST USED\tEXPIRES")
-	cursor := *page.cursor
 	now := time.Now()
-	for {
+	return page.list(c.main, "ID\tNAME\tSTATE\tSCOPES\tLAST USED\tEXPIRES", func(cursor string, out *listPrinter) (string, error) {
 		p, err := cl.ListKeys(ctx, cursor, *page.limit)
 		if err != nil {
-			return err
+			return "", err
 		}
 		for _, k := range p.Keys {
 			out.row(k.Raw, k.ID, k.Name, keyState(k, now), strings.Join(k.Scopes, ","), timeOr(k.LastUsedAt, "never"), timeOr(k.ExpiresAt, "never"))
 		}
-		if cursor = p.NextCursor; cursor == "" {
-			break
-		}
-		if !*page.all {
-			fmt.Fprintf(c.main.Stderr, "more keys: run again with --cursor %s, or with --all\n", cursor)
-			break
-		}
-	}
-	return out.done(c.main.Stderr, "no keys")
+		return p.NextCursor, nil
+	})
 }
 
 // keyState is revoked, expired or active, read from the key at now.
@@ -185,47 +152,17 @@ func (c *keysCommand) revoke(ctx context.Context, args []string) error {
 	sc := c.main.subcommand("keys revoke", "Usage: gateway keys revoke ID\n\n"+
 		"Revokes the key: every gateway process refuses it within a second, and its\n"+
 		"console sessions end. Revoking twice is harmless.")
-	pos, helped, err := sc.parse(args)
-	if helped {
-		return nil
-	}
+	id, _, err := sc.id(args, 1, "key", ", as keys list prints it")
 	if err != nil {
-		return usagef("keys revoke: %v", err)
-	}
-	if len(pos) != 1 {
-		return usagef("keys revoke: want ID, got %d argument(s)", len(pos))
-	}
-	id, err := uuid.Parse(pos[0])
-	if err != nil {
-		return usagef("keys revoke: invalid key id %q: want a UUID, as keys list prints it", pos[0])
+		return err
 	}
 	cl, err := sc.client()
 	if err != nil {
 		return err
 	}
-	if err := cl.RevokeKey(ctx, id.String()); err != nil {
+	if err := cl.RevokeKey(ctx, id); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.main.Stdout, "key %s revoked\n", id)
 	return nil
-}
-
-// printRaw prints an answer as the server sent it, indented, so that
-// fields this client does not know are shown too; v when there is none.
-func printRaw(w io.Writer, raw json.RawMessage, v any) error {
-	var buf bytes.Buffer
-	if len(raw) > 0 {
-		if err := json.Indent(&buf, raw, "", "  "); err != nil {
-			return err
-		}
-	} else {
-		b, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			return err
-		}
-		buf.Write(b)
-	}
-	buf.WriteByte('\n')
-	_, err := buf.WriteTo(w)
-	return err
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,19 +15,13 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
-
 	"github.com/dlgate/dlgate/client"
-	"github.com/dlgate/dlgate/config"
 )
-
-// linksCommand administers links through the admin API.
-type linksCommand struct{ main *Main }
 
 // Run dispatches to create, show, list, grants, revoke or top-up.
 func (c *linksCommand) Run(ctx context.Context, args []string) error {
-	return c.main.dispatch(ctx, "links", "create, show, list, grants, revoke, top-up", linksUsage, commands{
-		"create": c.create, "show": c.show, "revoke": c.revoke, "top-up": c.topUp, "list": c.list, "grants": c.grants,
+	return c.main.dispatch(ctx, "links", linksUsage, commands{
+		{"create", c.create}, {"show", c.show}, {"list", c.list}, {"grants", c.grants}, {"revoke", c.revoke}, {"top-up", c.topUp},
 	}, args)
 }
 
@@ -49,59 +42,6 @@ the embedded default saved in $GATEWAY_DATA_DIR/admin-token (./gateway-data).
 
 Run 'gateway help links SUBCOMMAND' for its flags.
 `
-
-// adminFlags are the flags every links subcommand takes.
-type adminFlags struct {
-	url, token, ca string
-}
-
-func (a *adminFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&a.url, "admin-url", "", "admin API base `URL` (env GATEWAY_ADMIN_URL)")
-	fs.StringVar(&a.token, "admin-token", "", "admin bearer `token`: the admin token or an API key (env GATEWAY_ADMIN_TOKEN)")
-	fs.StringVar(&a.ca, "admin-ca", "", "PEM `file` of CA certificates trusted, besides the system's, for an https admin URL (env GATEWAY_ADMIN_CA)")
-}
-
-// client returns an admin API client, resolving the URL and token from the
-// flags, then the environment, then the embedded default's values.
-func (a *adminFlags) client(env func(string) string) (*client.Client, error) {
-	base := a.url
-	if base == "" {
-		base = env("GATEWAY_ADMIN_URL")
-	}
-	if base == "" {
-		listen := env("GATEWAY_ADMIN_LISTEN")
-		if listen == "" {
-			listen = config.DefaultAdminListen
-		}
-		base = adminScheme(env) + config.DialableAddr(listen)
-	}
-	token := a.token
-	if token == "" {
-		token = env("GATEWAY_ADMIN_TOKEN")
-	}
-	if token == "" {
-		dir := env("GATEWAY_DATA_DIR")
-		if dir == "" {
-			dir = config.DefaultDataDir
-		}
-		path := filepath.Join(dir, config.AdminTokenFile)
-		t, err := config.ReadSecretFile(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("no admin token: pass --admin-token, set GATEWAY_ADMIN_TOKEN, or run where %s exists", path)
-		}
-		if err != nil {
-			return nil, err
-		}
-		token = t
-	}
-	// No overall timeout: an upload may rightly take hours. The context,
-	// canceled on SIGINT/SIGTERM, bounds every call.
-	hc, err := adminHTTPClient(a.ca, env)
-	if err != nil {
-		return nil, err
-	}
-	return client.New(base, token, hc), nil
-}
 
 // createFlags are the flags of links create.
 type createFlags struct {
@@ -138,14 +78,11 @@ func registerCreateFlags(fs *flag.FlagSet) createFlags {
 func (c *linksCommand) create(ctx context.Context, args []string) error {
 	sc := c.main.subcommand("links create", createUsage)
 	f := registerCreateFlags(sc.fs)
-	pos, helped, err := sc.parse(args)
-	if helped {
-		return nil
-	}
+	arg, err := sc.one(args, "FILE_OR_KEY")
 	if err != nil {
-		return usagef("links create: %v", err)
+		return err
 	}
-	req, local, err := f.request(sc.fs, pos)
+	req, local, err := f.request(sc.fs, arg)
 	if err != nil {
 		return err
 	}
@@ -164,11 +101,8 @@ func (c *linksCommand) create(ctx context.Context, args []string) error {
 // with whether the argument is a local file to upload first. It refuses
 // here what the server would refuse after the upload, so that a bad flag
 // never leaves an orphan object behind.
-func (f createFlags) request(fs *flag.FlagSet, pos []string) (client.CreateLinkRequest, bool, error) {
+func (f createFlags) request(fs *flag.FlagSet, arg string) (client.CreateLinkRequest, bool, error) {
 	var none client.CreateLinkRequest
-	if len(pos) != 1 {
-		return none, false, usagef("links create: want one FILE_OR_KEY argument, got %d", len(pos))
-	}
 	if !isSet(fs, "downloads") {
 		return none, false, usagef("links create: --downloads is required")
 	}
@@ -203,7 +137,6 @@ func (f createFlags) request(fs *flag.FlagSet, pos []string) (client.CreateLinkR
 	if utf8.RuneCountInString(*f.filename) > 1024 {
 		return none, false, usagef("links create: --filename must be at most 1024 characters")
 	}
-	arg := pos[0]
 	local, err := localFile(arg)
 	if err != nil {
 		return none, false, err
@@ -298,29 +231,10 @@ func localFile(arg string) (bool, error) {
 	return fi.Mode().IsRegular(), nil
 }
 
-// upload streams the local file at path to the store under its base
-// name, in one PUT /v1/objects: for a gateway without resumable uploads
-// (uploadFile).
-func (c *linksCommand) upload(ctx context.Context, cl *client.Client, path string) (client.Object, error) {
-	f, fi, key, ctype, err := openUpload(path)
-	if err != nil {
-		return client.Object{}, err
-	}
-	defer f.Close()
-	body, done := c.main.withProgress(f, fi.Size(), "uploading "+key)
-	obj, err := cl.PutObject(ctx, key, body, fi.Size(), ctype)
-	done()
-	if err != nil {
-		return client.Object{}, fmt.Errorf("uploading %s: %w", path, err)
-	}
-	fmt.Fprintf(c.main.Stderr, "uploaded %s as %q (%d bytes, version %s, sha256 %s)\n", path, obj.Key, obj.Size, obj.VersionID, orNone(obj.SHA256))
-	return obj, nil
-}
-
 func (c *linksCommand) show(ctx context.Context, args []string) error {
 	sc := c.main.subcommand("links show", "Usage: gateway links show ID\n\nPrints the link as JSON: remaining downloads, revocation, grants by status,\nactive sessions, and its object with the version's sha256 (null when unknown).")
-	id, _, cl, helped, err := sc.linkArgs(args, 1)
-	if helped || err != nil {
+	id, _, cl, err := sc.linkArgs(args, 1)
+	if err != nil {
 		return err
 	}
 	l, err := cl.GetLink(ctx, id)
@@ -333,8 +247,8 @@ func (c *linksCommand) show(ctx context.Context, args []string) error {
 func (c *linksCommand) revoke(ctx context.Context, args []string) error {
 	sc := c.main.subcommand("links revoke", "Usage: gateway links revoke ID\n\nRevokes the link and ends its transfer sessions. Revoking twice is harmless.")
 	asJSON := sc.fs.Bool("json", false, "print the revoked link as JSON")
-	id, _, cl, helped, err := sc.linkArgs(args, 1)
-	if helped || err != nil {
+	id, _, cl, err := sc.linkArgs(args, 1)
+	if err != nil {
 		return err
 	}
 	l, err := cl.RevokeLink(ctx, id)
@@ -352,8 +266,8 @@ func (c *linksCommand) topUp(ctx context.Context, args []string) error {
 	sc := c.main.subcommand("links top-up", "Usage: gateway links top-up ID N [--reason R]\n\nAllows N more downloads through the link.")
 	reason := sc.fs.String("reason", "", "why, for the audit trail")
 	asJSON := sc.fs.Bool("json", false, "print the updated link as JSON")
-	id, pos, cl, helped, err := sc.linkArgs(args, 2)
-	if helped || err != nil {
+	id, pos, cl, err := sc.linkArgs(args, 2)
+	if err != nil {
 		return err
 	}
 	n, err := strconv.Atoi(pos[1])
@@ -373,120 +287,4 @@ func (c *linksCommand) topUp(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(c.main.Stdout, "link %s: %s added, %d remaining\n", id, plural(n, "download"), l.Remaining)
 	return nil
-}
-
-// linkID checks the outcome of parseArgs for a subcommand that takes a link
-// id followed by want-1 more arguments. Ids are UUIDs (SPEC §6); checking
-// here turns a typo into a usage error instead of a request.
-func linkID(cmd string, pos []string, parseErr error, want int) (string, error) {
-	if parseErr != nil {
-		return "", usagef("%s: %v", cmd, parseErr)
-	}
-	if len(pos) != want {
-		args := "ID"
-		if want == 2 {
-			args = "ID and N"
-		}
-		return "", usagef("%s: want %s, got %d argument(s)", cmd, args, len(pos))
-	}
-	id, err := uuid.Parse(pos[0])
-	if err != nil {
-		return "", usagef("%s: invalid link id %q: want a UUID", cmd, pos[0])
-	}
-	return id.String(), nil
-}
-
-// parseLifetime accepts a Go duration or a whole number of days ("7d"),
-// which time.ParseDuration lacks and link lifetimes usually are.
-func parseLifetime(s string) (time.Duration, error) {
-	var d time.Duration
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.ParseInt(days, 10, 64)
-		if err != nil || n > int64(1<<63-1)/int64(24*time.Hour) {
-			return 0, fmt.Errorf("invalid duration %q (want 90m, 36h or 7d)", s)
-		}
-		d = time.Duration(n) * 24 * time.Hour
-	} else {
-		var err error
-		if d, err = time.ParseDuration(s); err != nil {
-			return 0, fmt.Errorf("invalid duration %q (want 90m, 36h or 7d)", s)
-		}
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("must be positive, got %q", s)
-	}
-	return d, nil
-}
-
-func newFlagSet(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	// Errors come back to Run and are printed once, as one line.
-	fs.SetOutput(io.Discard)
-	return fs
-}
-
-// parseArgs parses flags wherever they appear among the positional
-// arguments, since `links create FILE --downloads 3` is as natural as the
-// reverse and Go's flag package stops at the first non-flag. "--" ends the
-// flags.
-func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, config.DoubleDash(err)
-		}
-		rest := fs.Args()
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
-
-func isSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == name {
-			set = true
-		}
-	})
-	return set
-}
-
-// printFlags lists fs's flags in the --name form the help text uses.
-func printFlags(w io.Writer, fs *flag.FlagSet) {
-	fs.VisitAll(func(f *flag.Flag) {
-		arg, usage := flag.UnquoteUsage(f)
-		name := f.Name
-		if arg != "" {
-			name += " " + arg
-		}
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
-			usage += fmt.Sprintf(" (default %s)", f.DefValue)
-		}
-		fmt.Fprintf(w, "  --%-26s %s\n", name, usage)
-	})
-}
-
-// printJSON prints a link as the server sent it, indented.
-func printJSON(w io.Writer, l client.Link) error { return printRaw(w, l.Raw, l) }
-
-// plural writes "1 download", "3 downloads".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
-}
-
-// orNone is s, or "none" for a value the gateway does not know.
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
 }

@@ -5,18 +5,15 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/dlgate/dlgate/config"
-	"github.com/dlgate/dlgate/internal/logbuf"
 )
 
 func main() {
@@ -51,18 +48,6 @@ func main() {
 	os.Exit(report(os.Stderr, err))
 }
 
-// jsonLogs is set once serve runs with GATEWAY_LOG_FORMAT=json, so that
-// even the last words of a process killed by a second signal are JSON.
-var jsonLogs atomic.Bool
-
-// logs is serve's log writer, which holds info lines for a moment: a
-// process ended by a second signal writes them out first.
-var logs atomic.Pointer[logbuf.Writer]
-
-// progName is how the person ran this program, for the hints it prints:
-// "go run ./cmd/gateway" under go run, else the command as typed.
-var progName = "gateway"
-
 // commandName turns os.Args[0] into the command a person would type again.
 func commandName(arg0 string) string {
 	if strings.Contains(arg0, string(os.PathSeparator)+"go-build") {
@@ -74,21 +59,18 @@ func commandName(arg0 string) string {
 	return arg0
 }
 
-// Main is the gateway command with its environment, so that tests run it
-// in-process with their own output and variables.
-type Main struct {
-	Stdout io.Writer
-	Stderr io.Writer
-	Env    func(string) string // os.Getenv in production
-	// IsTerminal says whether a writer is a person's terminal (default:
-	// an *os.File that isatty says is one); tests set it.
-	IsTerminal func(io.Writer) bool
-}
-
 // Run runs the subcommand named by args[0]. It prints nothing on error; the
 // caller reports the error. A *usageError or *config.FlagError means the
-// command line itself was wrong.
+// command line itself was wrong. A subcommand that printed its help for
+// -h ends with success.
 func (m *Main) Run(ctx context.Context, args []string) error {
+	if err := m.run(ctx, args); !errors.Is(err, errHelped) {
+		return err
+	}
+	return nil
+}
+
+func (m *Main) run(ctx context.Context, args []string) error {
 	if m.Env == nil {
 		m.Env = func(string) string { return "" }
 	}
@@ -97,24 +79,26 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	}
 	name, args := args[0], args[1:]
 	switch name {
-	case "serve":
-		return (&serveCommand{main: m}).Run(ctx, args)
-	case "migrate":
-		return (&migrateCommand{main: m}).Run(ctx, args)
-	case "links":
-		return (&linksCommand{main: m}).Run(ctx, args)
-	case "objects":
-		return (&objectsCommand{main: m}).Run(ctx, args)
-	case "keys":
-		return (&keysCommand{main: m}).Run(ctx, args)
-	case "audit":
-		return (&auditCommand{main: m}).Run(ctx, args)
-	case "version":
-		return (&versionCommand{main: m}).Run(ctx, args)
 	case "help", "-h", "-help", "--help":
 		return m.help(args)
-	default:
+	}
+	run := m.commands().find(name)
+	if run == nil {
 		return usagef("unknown command %q; run 'gateway help'", name)
+	}
+	return run(ctx, args)
+}
+
+// commands are the gateway's commands, in the order mainUsage lists them.
+func (m *Main) commands() commands {
+	return commands{
+		{"serve", (&serveCommand{main: m}).Run},
+		{"migrate", (&migrateCommand{main: m}).Run},
+		{"links", (&linksCommand{main: m}).Run},
+		{"objects", (&objectsCommand{main: m}).Run},
+		{"keys", (&keysCommand{main: m}).Run},
+		{"audit", (&auditCommand{main: m}).Run},
+		{"version", (&versionCommand{main: m}).Run},
 	}
 }
 
@@ -126,8 +110,7 @@ func (m *Main) help(args []string) error {
 	if len(args) > 1 && (args[0] == "links" || args[0] == "objects" || args[0] == "keys") {
 		return m.Run(context.Background(), []string{args[0], args[1], "-h"})
 	}
-	switch args[0] {
-	case "serve", "migrate", "links", "objects", "keys", "audit", "version":
+	if m.commands().find(args[0]) != nil {
 		return m.Run(context.Background(), []string{args[0], "-h"})
 	}
 	return usagef("unknown help topic %q; run 'gateway help'", args[0])
@@ -154,64 +137,6 @@ Usage:
 
 Run 'gateway help COMMAND' for a command's flags.
 `
-
-// serveCommand runs the gateway until ctx is canceled.
-type serveCommand struct{ main *Main }
-
-// Run loads the configuration from args and the environment and serves.
-func (c *serveCommand) Run(ctx context.Context, args []string) error {
-	cfg, err := config.Load(args, c.main.Env)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(c.main.Stdout, "Usage: gateway serve [flags]\n\nRuns the gateway, applying pending migrations first unless --no-migrate.\nFlags (each also an environment variable and a --config file key):\n")
-		config.PrintFlags(c.main.Stdout)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	jsonLogs.Store(cfg.LogFormat == "json")
-	err = serve(ctx, cfg, c.main.Stdout)
-	if err != nil && cfg.LogFormat == "json" {
-		// Every line is JSON in this format, the last one too.
-		slog.New(slog.NewJSONHandler(c.main.Stderr, nil)).Error("gateway stopped", "err", err)
-		return &reportedError{err}
-	}
-	return err
-}
-
-// reportedError was already printed; report only sets the exit code.
-type reportedError struct{ err error }
-
-func (e *reportedError) Error() string { return e.err.Error() }
-func (e *reportedError) Unwrap() error { return e.err }
-
-// migrateCommand applies pending migrations and exits.
-type migrateCommand struct{ main *Main }
-
-// Run loads the configuration from args and the environment and migrates.
-func (c *migrateCommand) Run(ctx context.Context, args []string) error {
-	cfg, err := config.Load(args, c.main.Env)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(c.main.Stdout, "Usage: gateway migrate [flags]\n\nApplies pending database migrations and exits. It takes the flags of 'gateway serve';\nonly the database settings matter:\n")
-		config.PrintFlags(c.main.Stdout)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return migrate(ctx, cfg)
-}
-
-// usageError is a mistake in the command line, as opposed to a failure
-// while running a correct one; the process exits 2 for it.
-type usageError struct{ err error }
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-
-func usagef(format string, args ...any) error {
-	return &usageError{err: fmt.Errorf(format, args...)}
-}
 
 // report prints err as the single line "gateway: <message>" and returns the
 // exit code: 0 without error, 2 for a usage error, 1 otherwise.

@@ -5,14 +5,9 @@ import (
 	"fmt"
 )
 
-// objectsCommand administers the object versions the gateway stored:
-// delete through the admin API, digest on the gateway's own database and
-// store.
-type objectsCommand struct{ main *Main }
-
 // Run dispatches to delete or digest.
 func (c *objectsCommand) Run(ctx context.Context, args []string) error {
-	return c.main.dispatch(ctx, "objects", "delete, digest", objectsUsage, commands{"delete": c.delete, "digest": c.digest}, args)
+	return c.main.dispatch(ctx, "objects", objectsUsage, commands{{"delete", c.delete}, {"digest", c.digest}}, args)
 }
 
 const objectsUsage = `Usage:
@@ -44,15 +39,9 @@ func (c *objectsCommand) delete(ctx context.Context, args []string) error {
 	version := fs.String("version", "", "the `version` id to delete, as links show and uploads print it (required)")
 	force := fs.Bool("force", false, "revoke the live links and sessions that pin the version, then delete it")
 	bucket := fs.String("bucket", "", "`bucket` of the key (default: the gateway's)")
-	pos, helped, err := sc.parse(args)
-	if helped {
-		return nil
-	}
+	key, err := sc.one(args, "KEY")
 	if err != nil {
-		return usagef("objects delete: %v", err)
-	}
-	if len(pos) != 1 {
-		return usagef("objects delete: want one KEY argument, got %d", len(pos))
+		return err
 	}
 	if *version == "" {
 		return usagef("objects delete: --version is required: the gateway deletes one version at a time")
@@ -61,7 +50,6 @@ func (c *objectsCommand) delete(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	key := pos[0]
 	if err := cl.DeleteObject(ctx, *bucket, key, *version, *force); err != nil {
 		return err
 	}

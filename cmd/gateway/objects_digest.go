@@ -5,11 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 
-	"github.com/dlgate/dlgate/config"
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/storage"
 )
@@ -44,12 +42,7 @@ func (c *objectsCommand) digest(ctx context.Context, args []string) error {
 			rest = append(rest, a)
 		}
 	}
-	cfg, err := config.Load(rest, c.main.Env)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(c.main.Stdout, objectsDigestUsage+"\nFlags of 'gateway serve':\n")
-		config.PrintFlags(c.main.Stdout)
-		return nil
-	}
+	cfg, err := c.main.loadConfig(rest, objectsDigestUsage+"\nFlags of 'gateway serve':\n")
 	if err != nil {
 		return err
 	}

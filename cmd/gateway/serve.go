@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,61 +23,39 @@ import (
 	"github.com/dlgate/dlgate/gateway"
 	"github.com/dlgate/dlgate/internal/logbuf"
 	"github.com/dlgate/dlgate/internal/tlsserve"
-	"github.com/dlgate/dlgate/ledger/mysql"
 	"github.com/dlgate/dlgate/ledger/sqlcore"
-	"github.com/dlgate/dlgate/ledger/sqlite"
 	"github.com/dlgate/dlgate/preview"
 	"github.com/dlgate/dlgate/sessions"
 	"github.com/dlgate/dlgate/storage"
-	"github.com/dlgate/dlgate/storage/fs"
-	"github.com/dlgate/dlgate/storage/s3"
 )
 
-// openLedger opens cfg's database and, unless skip, applies migrations.
-func openLedger(ctx context.Context, cfg *config.Config, skip bool) (*sqlcore.DB, error) {
-	switch cfg.DBDriver {
-	case "mysql":
-		db, err := mysql.Open(ctx, cfg.DBDSN)
-		if err != nil {
-			return nil, err
-		}
-		if !skip {
-			if err := mysql.Migrate(ctx, db.SQL()); err != nil {
-				db.Close()
-				return nil, err
-			}
-		}
-		return db, nil
-	default:
-		db, err := sqlite.Open(ctx, cfg.DBDSN)
-		if err != nil {
-			return nil, err
-		}
-		if !skip {
-			if err := sqlite.Migrate(ctx, db.SQL(), cfg.DBDSN); err != nil {
-				db.Close()
-				return nil, err
-			}
-		}
-		return db, nil
-	}
-}
-
-func openStore(ctx context.Context, cfg *config.Config) (storage.Store, error) {
-	if cfg.Store == "s3" {
-		return s3.New(ctx, s3.Options{Bucket: cfg.S3Bucket, Endpoint: cfg.S3Endpoint, Region: cfg.S3Region, PathStyle: cfg.S3PathStyle, CAFile: cfg.S3CA})
-	}
-	return fs.New(cfg.FSRoot)
-}
-
-// migrate applies pending migrations to cfg's database.
-func migrate(ctx context.Context, cfg *config.Config) error {
-	db, err := openLedger(ctx, cfg, false)
+// Run loads the configuration from args and the environment and serves.
+func (c *serveCommand) Run(ctx context.Context, args []string) error {
+	cfg, err := c.main.loadConfig(args, "Usage: gateway serve [flags]\n\nRuns the gateway, applying pending migrations first unless --no-migrate.\nFlags (each also an environment variable and a --config file key):\n")
 	if err != nil {
 		return err
 	}
-	return db.Close()
+	jsonLogs.Store(cfg.LogFormat == "json")
+	err = serve(ctx, cfg, c.main.Stdout)
+	if err != nil && cfg.LogFormat == "json" {
+		// Every line is JSON in this format, the last one too.
+		slog.New(slog.NewJSONHandler(c.main.Stderr, nil)).Error("gateway stopped", "err", err)
+		return &reportedError{err}
+	}
+	return err
 }
+
+// jsonLogs is set once serve runs with GATEWAY_LOG_FORMAT=json, so that
+// even the last words of a process killed by a second signal are JSON.
+var jsonLogs atomic.Bool
+
+// logs is serve's log writer, which holds info lines for a moment: a
+// process ended by a second signal writes them out first.
+var logs atomic.Pointer[logbuf.Writer]
+
+// progName is how the person ran this program, for the hints it prints:
+// "go run ./cmd/gateway" under go run, else the command as typed.
+var progName = "gateway"
 
 // previewDetector is the built-in list of link previewers, or the one
 // GATEWAY_PREVIEW_AGENTS names instead ("none": no agent at all).

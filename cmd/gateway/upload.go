@@ -113,6 +113,25 @@ func (c *linksCommand) resumeOrCreate(ctx context.Context, cl *client.Uploads, s
 	return url, 0, nil
 }
 
+// upload streams the local file at path to the store under its base
+// name, in one PUT /v1/objects: for a gateway without resumable uploads
+// (uploadFile).
+func (c *linksCommand) upload(ctx context.Context, cl *client.Client, path string) (client.Object, error) {
+	f, fi, key, ctype, err := openUpload(path)
+	if err != nil {
+		return client.Object{}, err
+	}
+	defer f.Close()
+	body, done := c.main.withProgress(f, fi.Size(), "uploading "+key)
+	obj, err := cl.PutObject(ctx, key, body, fi.Size(), ctype)
+	done()
+	if err != nil {
+		return client.Object{}, fmt.Errorf("uploading %s: %w", path, err)
+	}
+	fmt.Fprintf(c.main.Stderr, "uploaded %s as %q (%d bytes, version %s, sha256 %s)\n", path, obj.Key, obj.Size, obj.VersionID, orNone(obj.SHA256))
+	return obj, nil
+}
+
 // send sends the file from offset to its end, behind a progress bar of
 // the bytes left, asking the gateway for its offset and sending again
 // after a failure it may get over.

@@ -10,10 +10,6 @@ import (
 // version is set at link time: go build -ldflags "-X main.version=v1.2.3".
 var version = "dev"
 
-// versionCommand prints the gateway's version and the Go toolchain that
-// built it.
-type versionCommand struct{ main *Main }
-
 // Run prints one line: "gateway VERSION (GOVERSION, OS/ARCH)".
 func (c *versionCommand) Run(ctx context.Context, args []string) error {
 	if len(args) > 0 {
