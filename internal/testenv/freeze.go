@@ -21,9 +21,7 @@ import (
 // the test.
 func (s *S3) Freeze(tb testing.TB) {
 	tb.Helper()
-	if s.shared {
-		tb.Fatalf("testenv: Freeze on the shared S3 server; use StartS3 for a server a test may freeze")
-	}
+	mustBePrivate(tb, s.shared, "Freeze", "S3 server", "StartS3")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tb.Cleanup(s.Thaw)
@@ -68,9 +66,7 @@ func (s *S3) Pid() int {
 // the test.
 func (m *MariaDB) Freeze(tb testing.TB) {
 	tb.Helper()
-	if m.shared {
-		tb.Fatalf("testenv: Freeze on the shared MariaDB; use StartMariaDB for a server a test may freeze")
-	}
+	mustBePrivate(tb, m.shared, "Freeze", "MariaDB", "StartMariaDB")
 	freeze(tb, m.proc.Proc, "mariadbd")
 	tb.Cleanup(m.Thaw)
 }

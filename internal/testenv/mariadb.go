@@ -62,11 +62,7 @@ func SharedMariaDB(tb testing.TB) *MariaDB {
 		if m, ok, err := externalMySQL(); ok {
 			return m, err
 		}
-		m, err := startMariaDB()
-		if m != nil {
-			m.shared = true
-		}
-		return m, err
+		return startShared(startMariaDB)()
 	})
 	if os.Getenv(EnvMySQLDSN) != "" && err != nil {
 		tb.Fatalf("testenv: %v", err) // asked for, so never a skip
@@ -74,6 +70,8 @@ func SharedMariaDB(tb testing.TB) *MariaDB {
 	Require(tb, whatMariaDB, err)
 	return m
 }
+
+func (m *MariaDB) markShared() { m.shared = true }
 
 // DSN returns the go-sql-driver DSN for database db as root, without
 // parameters, the way an operator would write GATEWAY_DB_DSN; on an
@@ -178,11 +176,11 @@ func bootMariaDB(dir, mariadbd, installDB string) (*MariaDB, error) {
 	}
 
 	logPath := filepath.Join(dir, "mariadbd.log")
-	var lastErr error
-	for range 3 {
+	var m *MariaDB
+	err = retryBind(3, 0, func() error {
 		port, err := freePort()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		addr := "127.0.0.1:" + strconv.Itoa(port)
 		args := append([]string{
@@ -198,28 +196,35 @@ func bootMariaDB(dir, mariadbd, installDB string) (*MariaDB, error) {
 			"--innodb-flush-log-at-trx-commit=2",
 		}, asUser()...)
 		args = append(args, mariadbdArgs...)
-		p, err := startProcess(logPath, mariadbd, args...)
-		if err != nil {
-			return nil, err
-		}
-		admin, err := sql.Open("mysql", "root@tcp("+addr+")/?timeout=2s")
-		if err != nil {
-			p.Stop(10 * time.Second)
-			return nil, err
-		}
-		admin.SetMaxOpenConns(4)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		err = p.waitReady(ctx, admin.PingContext)
-		cancel()
+		p, admin, err := launchMariaDB(logPath, addr, mariadbd, args)
 		if err == nil {
-			return &MariaDB{Addr: addr, dir: dir, proc: p, admin: admin}, nil
+			m = &MariaDB{Addr: addr, dir: dir, proc: p, admin: admin}
 		}
+		return err
+	}, func(err error) bool { return errors.Is(err, errExited) && bindConflict(logPath) })
+	return m, err
+}
+
+// launchMariaDB starts bin with args, logging to logPath, and returns it
+// with its admin connection once it answers on addr as root; what failed
+// it stopped.
+func launchMariaDB(logPath, addr, bin string, args []string) (*process, *sql.DB, error) {
+	p, err := startProcess(logPath, bin, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	admin, err := sql.Open("mysql", "root@tcp("+addr+")/?timeout=2s")
+	if err != nil {
+		p.Stop(10 * time.Second)
+		return nil, nil, err
+	}
+	admin.SetMaxOpenConns(4)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.waitReady(ctx, admin.PingContext); err != nil {
 		_ = admin.Close()
 		p.Stop(10 * time.Second)
-		lastErr = withLog(fmt.Errorf("mariadbd on %s: %w", addr, err), logPath)
-		if !errors.Is(err, errExited) || !bindConflict(logPath) {
-			break
-		}
+		return nil, nil, withLog(fmt.Errorf("mariadbd on %s: %w", addr, err), logPath)
 	}
-	return nil, lastErr
+	return p, admin, nil
 }

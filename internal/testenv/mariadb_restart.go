@@ -1,8 +1,6 @@
 package testenv
 
 import (
-	"context"
-	"database/sql"
 	"testing"
 	"time"
 )
@@ -14,45 +12,20 @@ import (
 // server does not come back; a shared server cannot be restarted.
 func (m *MariaDB) Restart(tb testing.TB) {
 	tb.Helper()
-	if m.shared {
-		tb.Fatalf("testenv: Restart on the shared MariaDB; use StartMariaDB for a server a test may restart")
-	}
+	mustBePrivate(tb, m.shared, "Restart", "MariaDB", "StartMariaDB")
 	m.Thaw()
 	_ = m.admin.Close()
 	old := m.proc
 	old.Stop(30 * time.Second)
 	// The port was ours a moment ago; a brief conflict is worth waiting out.
-	var err error
-	for range 20 {
-		if err = m.relaunch(old); err == nil {
-			return
+	err := retryBind(20, 250*time.Millisecond, func() error {
+		p, admin, err := launchMariaDB(old.logPath, m.Addr, old.Cmd.Path, old.Cmd.Args[1:])
+		if err == nil {
+			m.proc, m.admin = p, admin
 		}
-		if !bindConflict(old.logPath) {
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	tb.Fatalf("testenv: restart MariaDB on %s: %v", m.Addr, err)
-}
-
-func (m *MariaDB) relaunch(old *process) error {
-	p, err := startProcess(old.logPath, old.Cmd.Path, old.Cmd.Args[1:]...)
-	if err != nil {
 		return err
-	}
-	admin, err := sql.Open("mysql", "root@tcp("+m.Addr+")/?timeout=2s")
+	}, func(error) bool { return bindConflict(old.logPath) })
 	if err != nil {
-		p.Stop(10 * time.Second)
-		return err
+		tb.Fatalf("testenv: restart MariaDB on %s: %v", m.Addr, err)
 	}
-	admin.SetMaxOpenConns(4)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := p.waitReady(ctx, admin.PingContext); err != nil {
-		_ = admin.Close()
-		p.Stop(10 * time.Second)
-		return withLog(err, old.logPath)
-	}
-	m.proc, m.admin = p, admin
-	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"testing"
@@ -89,4 +90,17 @@ func WaitTCP(ctx context.Context, addr string) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// answers reports whether url answers HTTP at all.
+func answers(ctx context.Context, hc *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
 }

@@ -75,6 +75,24 @@ func bindConflict(logPath string) bool {
 	return strings.Contains(strings.ToLower(logTail(logPath, 30)), "address already in use")
 }
 
+// retryBind runs launch, and again, up to tries times in all, while it
+// fails because another process holds a port it binds (conflict says so
+// of the error), pausing between attempts: a port taken between probing
+// it free and binding it (launch then picks fresh ones), or one that a
+// server stopped a moment ago for a restart still holds.
+func retryBind(tries int, pause time.Duration, launch func() error, conflict func(error) bool) error {
+	var err error
+	for i := range tries {
+		if i > 0 {
+			time.Sleep(pause)
+		}
+		if err = launch(); err == nil || !conflict(err) {
+			return err
+		}
+	}
+	return err
+}
+
 // logTail returns the last n lines of the file at path, for error messages.
 func logTail(path string, n int) string {
 	f, err := os.Open(path)

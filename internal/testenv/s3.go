@@ -58,16 +58,34 @@ type S3 struct {
 // versitygw stops the test through Require. Options: WithTLS.
 func StartS3(tb testing.TB, opts ...S3Option) *S3 {
 	tb.Helper()
-	s, err := startS3(opts...)
-	Require(tb, whatS3, err)
+	return startPrivateS3(tb, whatS3, func() (*S3, error) { return startS3(opts...) })
+}
+
+// startPrivateS3 starts a private server for tb (versitygw or a SeaweedFS
+// cluster, what says which for Require) and stops it, removing its data,
+// in tb.Cleanup; a failed test gets the tails of its logs.
+func startPrivateS3(tb testing.TB, what string, start func() (*S3, error)) *S3 {
+	tb.Helper()
+	s, err := start()
+	Require(tb, what, err)
 	tb.Cleanup(func() {
 		if tb.Failed() {
-			tb.Logf("testenv: versitygw log tail (%s):\n%s", s.Endpoint, logTail(s.logPath, 15))
+			tb.Logf("testenv: S3 server log tails (%s):\n%s", s.Endpoint, s.logTails())
 		}
 		s.shutdown()
 	})
 	return s
 }
+
+// logTails is the end of the server's logs.
+func (s *S3) logTails() string {
+	if s.weed != nil {
+		return s.weed.tails(10)
+	}
+	return logTail(s.logPath, 15)
+}
+
+func (s *S3) markShared() { s.shared = true }
 
 // SharedS3 returns the versitygw shared by all tests of this test binary,
 // starting it on first use. Tests isolate themselves with NewBucket. The
@@ -82,11 +100,7 @@ func SharedS3(tb testing.TB) *S3 {
 		if s, ok, err := externalS3(); ok {
 			return s, err
 		}
-		s, err := startS3()
-		if s != nil {
-			s.shared = true
-		}
-		return s, err
+		return startShared(func() (*S3, error) { return startS3() })()
 	})
 	if os.Getenv(EnvS3Endpoint) != "" && err != nil {
 		tb.Fatalf("testenv: %v", err) // asked for, so never a skip
@@ -100,14 +114,30 @@ func SharedS3(tb testing.TB) *S3 {
 // Stop and Restart, since the endpoint does not change.
 func (s *S3) Client() *s3.Client { return s.client() }
 
-func (s *S3) newClient() *s3.Client {
+// clientOf is an S3 client of endpoint, one of this server's (Endpoint,
+// a SeaweedFS gateway's), with s's credentials (and TLS roots).
+func (s *S3) clientOf(endpoint string) *s3.Client {
 	return s3.New(s3.Options{
 		Region:       s.Region,
-		BaseEndpoint: aws.String(s.Endpoint),
+		BaseEndpoint: aws.String(endpoint),
 		UsePathStyle: true,
 		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
 	}, s.useTLS)
 }
+
+// newS3 is the S3 of a server to start in dir, with fresh credentials.
+func newS3(dir string) *S3 {
+	s := &S3{
+		Region:    "us-east-1",
+		AccessKey: "AK" + strings.ToUpper(randHex(9)),
+		SecretKey: randHex(20),
+		dir:       dir,
+	}
+	s.client = sync.OnceValue(s.newClient)
+	return s
+}
+
+func (s *S3) newClient() *s3.Client { return s.clientOf(s.Endpoint) }
 
 // NewBucket creates a bucket with a fresh name, derived from the test's name,
 // and returns the name. With versioned, versioning is enabled on it, so every
@@ -160,9 +190,7 @@ func (s *S3) Stop() {
 // port meanwhile).
 func (s *S3) Restart(tb testing.TB) {
 	tb.Helper()
-	if s.shared {
-		tb.Fatalf("testenv: Restart on the shared S3 server; use StartS3 for a server a test may restart")
-	}
+	mustBePrivate(tb, s.shared, "Restart", "S3 server", "StartS3")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -175,19 +203,15 @@ func (s *S3) Restart(tb testing.TB) {
 		return
 	}
 	s.proc.Stop(10 * time.Second)
-	var err error
 	// The port was ours a moment ago; a brief conflict is worth waiting out.
-	for range 20 {
-		if err = s.launch(); err == nil {
-			return
-		}
-		if !errors.Is(err, errExited) || !bindConflict(s.logPath) {
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
+	if err := retryBind(20, 250*time.Millisecond, s.launch, s.lostPort); err != nil {
+		tb.Fatalf("testenv: restart versitygw on %s: %v", s.addr, err)
 	}
-	tb.Fatalf("testenv: restart versitygw on %s: %v", s.addr, err)
 }
+
+// lostPort reports whether versitygw failed to start because another
+// process holds its port.
+func (s *S3) lostPort(err error) bool { return errors.Is(err, errExited) && bindConflict(s.logPath) }
 
 // shutdown stops the server for good and removes its directory, once.
 func (s *S3) shutdown() {
@@ -217,15 +241,8 @@ func startS3(opts ...S3Option) (*S3, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &S3{
-		Region:    "us-east-1",
-		AccessKey: "AK" + strings.ToUpper(randHex(9)),
-		SecretKey: randHex(20),
-		bin:       bin,
-		dir:       dir,
-		logPath:   filepath.Join(dir, "versitygw.log"),
-	}
-	s.client = sync.OnceValue(s.newClient)
+	s := newS3(dir)
+	s.bin, s.logPath = bin, filepath.Join(dir, "versitygw.log")
 	for _, o := range opts {
 		o(s)
 	}
@@ -235,22 +252,20 @@ func startS3(opts ...S3Option) (*S3, error) {
 			return nil, err
 		}
 	}
-	for range 3 {
-		var port int
-		if port, err = freePort(); err != nil {
-			break
+	err = retryBind(3, 0, func() error {
+		port, err := freePort()
+		if err != nil {
+			return err
 		}
 		s.addr = "127.0.0.1:" + strconv.Itoa(port)
 		s.Endpoint = s.scheme() + s.addr
-		if err = s.launch(); err == nil {
-			return s, nil
-		}
-		if !errors.Is(err, errExited) || !bindConflict(s.logPath) {
-			break
-		}
+		return s.launch()
+	}, s.lostPort)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
 	}
-	_ = os.RemoveAll(dir)
-	return nil, err
+	return s, nil
 }
 
 func (s *S3) rootDir() string     { return filepath.Join(s.dir, "root") }
@@ -276,16 +291,8 @@ func (s *S3) launch() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = p.waitReady(ctx, func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Endpoint+"/", nil)
-		if err != nil {
-			return err
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
 		// Any HTTP answer (403 for an unsigned request) means it serves.
-		return resp.Body.Close()
+		return answers(ctx, hc, s.Endpoint+"/")
 	})
 	if err != nil {
 		p.Stop(10 * time.Second)

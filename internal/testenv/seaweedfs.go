@@ -11,12 +11,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
@@ -38,15 +35,7 @@ var sharedWeed shared[*S3]
 // test through Require.
 func StartSeaweedFS(tb testing.TB) *S3 {
 	tb.Helper()
-	s, err := startSeaweedFS()
-	Require(tb, whatSeaweedFS, err)
-	tb.Cleanup(func() {
-		if tb.Failed() {
-			tb.Logf("testenv: SeaweedFS log tails (%s):\n%s", s.Endpoint, s.weed.tails(10))
-		}
-		s.shutdown()
-	})
-	return s
+	return startPrivateS3(tb, whatSeaweedFS, startSeaweedFS)
 }
 
 // SharedSeaweedFS returns the SeaweedFS cluster shared by all tests of
@@ -57,13 +46,7 @@ func StartSeaweedFS(tb testing.TB) *S3 {
 func SharedSeaweedFS(tb testing.TB) *S3 {
 	tb.Helper()
 	requireMain(tb, "SharedSeaweedFS")
-	s, err := sharedWeed.get(func() (*S3, error) {
-		s, err := startSeaweedFS()
-		if s != nil {
-			s.shared = true
-		}
-		return s, err
-	})
+	s, err := sharedWeed.get(startShared(startSeaweedFS))
 	Require(tb, whatSeaweedFS, err)
 	return s
 }
@@ -102,39 +85,32 @@ func startSeaweedFS() (*S3, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &S3{
-		Region:    "us-east-1",
-		AccessKey: "AK" + strings.ToUpper(randHex(9)),
-		SecretKey: randHex(20),
-		dir:       dir,
-	}
-	s.client = sync.OnceValue(s.newClient)
+	s := newS3(dir)
 	if err := writeWeedIdentity(filepath.Join(dir, "s3.json"), s.AccessKey, s.SecretKey); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	for range 3 {
-		var w *weedCluster
+	// Another process may take a port between probe and bind: then a
+	// fresh set of ports, over the same (still empty) directory.
+	var w *weedCluster
+	err = retryBind(3, 0, func() error {
+		var err error
 		if w, err = newWeedCluster(bin, dir, s.probeGateway); err != nil {
-			break
+			return err
 		}
-		if err = w.launch(); err == nil {
-			s.weed = w
-			s.addr = w.lb.addr
-			s.Endpoint = "http://" + w.lb.addr
-			for _, r := range w.gateways() {
-				s.Gateways = append(s.Gateways, "http://"+r.addr)
-			}
-			return s, nil
-		}
-		if !errors.Is(err, errExited) || !w.bindConflict() {
-			break
-		}
-		// Another process took a port between probe and bind: a fresh
-		// set of ports, over the same (still empty) directory.
+		return w.launch()
+	}, func(err error) bool { return w.lostPort(err) })
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
 	}
-	_ = os.RemoveAll(dir)
-	return nil, err
+	s.weed = w
+	s.addr = w.lb.addr
+	s.Endpoint = "http://" + w.lb.addr
+	for _, r := range w.gateways() {
+		s.Gateways = append(s.Gateways, "http://"+r.addr)
+	}
+	return s, nil
 }
 
 // writeWeedIdentity writes the S3 gateways' identity file: one identity
@@ -288,19 +264,6 @@ func (w *weedCluster) launchAll(ctx context.Context) error {
 	return nil
 }
 
-// answers reports whether url answers HTTP at all.
-func answers(ctx context.Context, hc *http.Client, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	return resp.Body.Close()
-}
-
 // dataNodes succeeds once the master's topology holds n volume servers.
 func (w *weedCluster) dataNodes(ctx context.Context, hc *http.Client, n int) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+w.roles[0].addr+"/dir/status", nil)
@@ -339,13 +302,7 @@ func (w *weedCluster) dataNodes(ctx context.Context, hc *http.Client, n int) err
 // probeGateway lists the buckets through the gateway at endpoint itself,
 // signed with s's credentials.
 func (s *S3) probeGateway(ctx context.Context, endpoint string) error {
-	c := s3.New(s3.Options{
-		Region:       s.Region,
-		BaseEndpoint: aws.String(endpoint),
-		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
-	})
-	_, err := c.ListBuckets(ctx, &s3.ListBucketsInput{})
+	_, err := s.clientOf(endpoint).ListBuckets(ctx, &s3.ListBucketsInput{})
 	return err
 }
 
@@ -364,19 +321,15 @@ func (w *weedCluster) stop() {
 // data; a port that another process took meanwhile is waited for.
 func (w *weedCluster) restart() error {
 	w.stop()
-	var err error
-	for range 20 {
-		if err = w.launch(); err == nil || !errors.Is(err, errExited) || !w.bindConflict() {
-			return err
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	return err
+	return retryBind(20, 250*time.Millisecond, w.launch, w.lostPort)
 }
 
-// bindConflict reports whether a process that died at startup lost its
-// port to another process.
-func (w *weedCluster) bindConflict() bool {
+// lostPort reports whether err is of a process that died at startup
+// because it lost its port to another process.
+func (w *weedCluster) lostPort(err error) bool {
+	if !errors.Is(err, errExited) {
+		return false
+	}
 	for _, r := range w.roles {
 		if r.proc != nil && r.proc.Exited() && bindConflict(r.logPath(w.dir)) {
 			return true

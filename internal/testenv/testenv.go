@@ -128,6 +128,27 @@ func requireMain(tb testing.TB, fn string) {
 	}
 }
 
+// mustBePrivate fails tb when op (Freeze, Restart) is asked of a shared
+// server, which other tests use: what names the server, start the
+// function that makes a private one.
+func mustBePrivate(tb testing.TB, shared bool, op, what, start string) {
+	tb.Helper()
+	if shared {
+		tb.Fatalf("testenv: %s on the shared %s; use %s for a server a test may %s", op, what, start, strings.ToLower(op))
+	}
+}
+
+// startShared is start for a shared server: what it starts is marked so.
+func startShared[T interface{ markShared() }](start func() (T, error)) func() (T, error) {
+	return func() (T, error) {
+		v, err := start()
+		if err == nil {
+			v.markShared()
+		}
+		return v, err
+	}
+}
+
 // shared holds one lazily started server per test binary. A failed start is
 // remembered so that every later caller gets the same verdict quickly.
 type shared[T any] struct {
