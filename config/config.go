@@ -23,10 +23,11 @@ import (
 
 // Defaults from SPEC §7 and the gateway's operational knobs. Values derived
 // from other settings (public URL, SQLite DSN, FS root) are filled in by Load.
-// They are defined here, once: the gateway (gateway.New) and the webhook
-// deliverer (webhook.New) apply the same constants to the options a caller
-// left zero, so the two cannot drift apart, and configuration stays below
-// the HTTP layer in the import graph.
+// They are defined here, once, with those of the options that are no
+// settings (options.go): the settings' defaults are Default's, the
+// gateway's options take theirs from the groups' WithDefaults, and the
+// webhook deliverer (webhook.New) applies DefaultWebhookMaxAge to its own;
+// configuration stays below the HTTP layer in the import graph.
 const (
 	DefaultListen                = "127.0.0.1:8080"
 	DefaultAdminListen           = "127.0.0.1:8081"
@@ -47,8 +48,7 @@ const (
 	DefaultObjectRetention       = 168 * time.Hour
 	DefaultAuditRetention        = 8760 * time.Hour
 	DefaultWebhookMaxAge         = 72 * time.Hour
-	// DefaultUploadExpiry is GATEWAY_UPLOAD_EXPIRY's (SPEC §7), the
-	// uploads package's own default too (uploads.DefaultExpiry).
+	// DefaultUploadExpiry is GATEWAY_UPLOAD_EXPIRY's (SPEC §7).
 	DefaultUploadExpiry = 24 * time.Hour
 	// DefaultSessionAffinity is GATEWAY_SESSION_AFFINITY's (SPEC §5).
 	DefaultSessionAffinity = "client"

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/dlgate/dlgate/gateway/uploads"
 )
 
 // MustWriteFile writes content to name in a fresh temporary directory and
@@ -550,12 +548,5 @@ func TestDoubleDashNamesFlagsAsTheDocsDo(t *testing.T) {
 		if got := DoubleDash(errors.New(c.in)).Error(); got != c.want {
 			t.Errorf("DoubleDash(%q) = %q, want %q", c.in, got, c.want)
 		}
-	}
-}
-
-// The uploads package applies the same default when it is given none.
-func TestUploadExpiryDefaultIsTheUploadsPackages(t *testing.T) {
-	if DefaultUploadExpiry != uploads.DefaultExpiry {
-		t.Errorf("DefaultUploadExpiry = %v, uploads.DefaultExpiry = %v", DefaultUploadExpiry, uploads.DefaultExpiry)
 	}
 }

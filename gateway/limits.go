@@ -16,20 +16,14 @@ import (
 	"github.com/dlgate/dlgate/gateway/problem"
 )
 
-// Limits on what a client may make the gateway wait for. A request that
+// Limits on what a client may make the gateway wait for (Options'
+// BodyTimeout and UploadIdleTimeout, config.Timeouts). A request that
 // cannot be answered must cost nothing: no claim, and no descriptor held
 // for longer than these.
-const (
-	// DefaultBodyTimeout bounds how long a public POST body may take to
-	// arrive completely (GATEWAY_BODY_TIMEOUT).
-	DefaultBodyTimeout = 10 * time.Second
-	// DefaultUploadIdleTimeout bounds how long an admin upload may go
-	// without a byte of its body arriving.
-	DefaultUploadIdleTimeout = 60 * time.Second
-	// maxPublicBody bounds a public request body: a confirm form or a
-	// mint request carries no more than a few bytes.
-	maxPublicBody = 64 << 10
-)
+
+// maxPublicBody bounds a public request body: a confirm form or a mint
+// request carries no more than a few bytes.
+const maxPublicBody = 64 << 10
 
 // hasBody reports whether r carries a body: a positive Content-Length, or
 // a chunked one (ContentLength -1 on a server request).

@@ -32,119 +32,58 @@ import (
 	"github.com/dlgate/dlgate/gateway/warm"
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/preview"
-	"github.com/dlgate/dlgate/sessions"
 	"github.com/dlgate/dlgate/storage"
 	"github.com/dlgate/dlgate/token"
 )
 
 // Options configure a Server. Ledger, Store, Secret and PublicURL are
-// required.
+// required. The tuning is in the groups config declares (config/options.go),
+// each field zero meaning the default config names on it: `gateway serve`
+// wires the settings into them (cmd/gateway/serve.go), and New applies
+// config's defaults to whatever was left zero.
 type Options struct {
-	Ledger     ledger.Ledger
-	Store      storage.Store
-	Secret     []byte
-	PublicURL  string
-	AdminToken string
-	// Auth verifies callers and names their address (SPEC §8); default
-	// GATEWAY_AUTH=none with no trusted proxy.
-	Auth   auth.Authenticator
-	Logger *slog.Logger
-	// Defaults are the gateway-wide session defaults (SPEC §4).
-	Defaults sessions.Defaults
-	// SlotLease is how long a concurrency slot stays leased without
-	// renewal (default 30 s).
-	SlotLease time.Duration
-	// Chunk is the byte-budget draw size (default sessions.DefaultChunk).
-	Chunk int64
-	// WriteTimeout bounds how long one write of a response may stall
-	// before the client is considered gone (default 2 min). Slow but
-	// moving clients are never cut.
-	WriteTimeout time.Duration
-	// StoreOpenTimeout bounds opening an object until its first bytes
-	// arrive (GATEWAY_STORE_OPEN_TIMEOUT, default 10 s); past it a stream
-	// claim is refunded and the answer is 504.
-	StoreOpenTimeout time.Duration
-	// StoreIdleTimeout bounds the wait for the next byte from the store
-	// while a response streams (GATEWAY_STORE_IDLE_TIMEOUT, default
-	// 30 s); past it the response is cut.
-	StoreIdleTimeout time.Duration
-	// BodyTimeout bounds how long a public POST body may take to arrive
-	// whole, before anything is looked up or claimed
-	// (GATEWAY_BODY_TIMEOUT, default DefaultBodyTimeout).
-	BodyTimeout time.Duration
-	// UploadIdleTimeout bounds how long an admin upload may go without a
-	// byte of its body (default DefaultUploadIdleTimeout).
-	UploadIdleTimeout time.Duration
-	// ReadyTimeout is the deadline of each of /readyz's checks (default
-	// 3 s).
-	ReadyTimeout time.Duration
-	// ObjectRetention is how long a version the gateway stored is kept
-	// once every link pinning it is dead (GATEWAY_OBJECT_RETENTION); 0
-	// keeps versions forever.
-	ObjectRetention time.Duration
-	// AuditRetention is how long dead links, their grants and sessions
-	// are kept (GATEWAY_AUDIT_RETENTION); 0 keeps them forever.
-	AuditRetention time.Duration
-	// Now is the clock (default time.Now).
-	Now func() time.Time
-	// SecretPrevious are older secrets whose tokens are still accepted,
-	// newest first, so the secret can be rotated (SPEC §2).
-	SecretPrevious [][]byte
-	// Previews recognises link previewers and prefetches (SPEC §8);
-	// default preview.Default().
-	Previews public.PreviewDetector
-	// Affinity is GATEWAY_SESSION_AFFINITY (SPEC §5): AffinityClient
-	// (the default when empty), AffinityAccount or AffinityOff.
-	Affinity string
-	// HidePreviewDetails keeps file name and size out of previews
-	// (GATEWAY_PREVIEW_DETAILS=false).
-	HidePreviewDetails bool
-	// ClientAddr names a request's client for the access log (SPEC §8);
-	// default the direct peer. The gateway passes auth.ClientAddr with
-	// GATEWAY_TRUSTED_PROXIES.
-	ClientAddr func(*http.Request) netip.Addr
-	// Version labels gateway_build_info.
-	Version string
-	// HSTS is the Strict-Transport-Security value put on every public
-	// response (SPEC §10); empty sends none (plain HTTP, or TLS ended
-	// at a proxy, which then owns the header).
-	HSTS string
-	// WarmIdle, WarmRowTTL and WarmBudget tune warm sessions (warm.go):
-	// how long a process keeps an idle session's slots and budget, how
-	// stale its copy of the session row may be (the delay of a revocation
-	// made on another process), and how much drawn budget it keeps.
-	WarmIdle   time.Duration
-	WarmRowTTL time.Duration
-	WarmBudget int64
-	// SlotIdle is how long a process keeps a finished request's
-	// concurrency slot for the session's next request (default
-	// DefaultSlotIdle); SlotWait how long a request that finds every slot
-	// held waits for one before its 429 (default DefaultSlotWait, at
-	// least twice SlotIdle).
-	SlotIdle time.Duration
-	SlotWait time.Duration
+	Ledger ledger.Ledger
+	Store  storage.Store
 	// Uploads keeps the resumable uploads of /v1/uploads/ (SPEC §11); nil
 	// takes Ledger when it implements ledger.Uploads. Without either the
 	// route answers 501 delete-unsupported's sibling, uploads-unsupported.
 	Uploads ledger.Uploads
-	// UploadExpiry is GATEWAY_UPLOAD_EXPIRY: how long an unfinished
-	// upload lives after its creation or its last PATCH.
-	UploadExpiry time.Duration
-	// UploadLockWait is how long a tus request waits for an upload that
-	// another request holds before its 423 (0: the uploads package's
-	// default, uploads.DefaultLockWait).
-	UploadLockWait time.Duration
+	Secret  []byte
+	// SecretPrevious are older secrets whose tokens are still accepted,
+	// newest first, so the secret can be rotated (SPEC §2).
+	SecretPrevious [][]byte
+	PublicURL      string
+	AdminToken     string
+	// Auth verifies callers and names their address (SPEC §8); default
+	// GATEWAY_AUTH=none with no trusted proxy.
+	Auth auth.Authenticator
+	// ClientAddr names a request's client for the access log (SPEC §8);
+	// default the direct peer. The gateway passes auth.ClientAddr with
+	// GATEWAY_TRUSTED_PROXIES.
+	ClientAddr func(*http.Request) netip.Addr
+	// Previews recognises link previewers and prefetches (SPEC §8);
+	// default preview.Default().
+	Previews public.PreviewDetector
+	// HidePreviewDetails keeps file name and size out of previews
+	// (GATEWAY_PREVIEW_DETAILS=false).
+	HidePreviewDetails bool
 	// NoConsole turns the operator console off (GATEWAY_CONSOLE=false):
 	// nothing is served under /console/ (404).
 	NoConsole bool
-	// RefusalHold is how long the 429 of a client throttled for its
-	// refusals is held before it is sent (refusals.go; default
-	// DefaultRefusalHold, negative sends it at once).
-	RefusalHold time.Duration
-	// RetryLease is how long a retry of an interrupted stream download
-	// stays in flight without a renewal (default ledger.DefaultRetryLease;
-	// the stream renews it every third of it).
-	RetryLease time.Duration
+	// HSTS is the Strict-Transport-Security value put on every public
+	// response (SPEC §10); empty sends none (plain HTTP, or TLS ended
+	// at a proxy, which then owns the header).
+	HSTS string
+	// Version labels gateway_build_info.
+	Version string
+	// Logger defaults to slog.Default(); Now, the clock, to time.Now.
+	Logger *slog.Logger
+	Now    func() time.Time
+
+	config.Timeouts
+	config.Sessions
+	config.Retention
+	config.UploadLimits
 }
 
 // Server serves the public and admin routes.
@@ -173,9 +112,8 @@ type Server struct {
 	}
 }
 
-// New checks opts, applies the defaults of every option left zero
-// (Options.withDefaults, the one place they are applied) and assembles
-// the server's parts.
+// New checks opts, applies config's defaults to every option left zero
+// (Options.withDefaults) and assembles the server's parts.
 func New(opts Options) (*Server, error) {
 	if opts.Ledger == nil || opts.Store == nil || len(opts.Secret) < 16 || opts.PublicURL == "" {
 		return nil, errors.New("gateway: ledger, store, a secret of at least 16 bytes and a public URL are required")
@@ -250,7 +188,8 @@ const uploadsPath = "/v1/uploads/"
 func (s *Server) newUploads(base string) (*uploads.Handler, error) {
 	opts := s.Options
 	return uploads.New(uploads.Config{Store: opts.Store, Ledger: opts.Uploads, BasePath: base,
-		Expiry: opts.UploadExpiry, LockWait: opts.UploadLockWait, Logger: s.log,
+		Expiry: opts.UploadExpiry, MaxSize: opts.UploadMaxSize, LockLease: opts.UploadLockLease, LockWait: opts.UploadLockWait,
+		Checkpoint: opts.UploadCheckpoint, Logger: s.log,
 		// Stored exactly as PUT /v1/objects stores a version: recorded
 		// (with the audit entry of the request's actor) or deleted again.
 		Record: func(ctx context.Context, v storage.Version) error {
@@ -258,10 +197,12 @@ func (s *Server) newUploads(base string) (*uploads.Handler, error) {
 		}})
 }
 
-// withDefaults returns o with the default of every option left zero: the
-// one place the gateway's defaults are applied (the configurable ones are
-// config's constants, the others their packages').
+// withDefaults returns o with config's default of every tuning field left
+// zero, and the plain implementation of every dependency left nil.
 func (o Options) withDefaults() Options {
+	o.Timeouts = o.Timeouts.WithDefaults()
+	o.Sessions = o.Sessions.WithDefaults()
+	o.UploadLimits = o.UploadLimits.WithDefaults()
 	o.PublicURL = strings.TrimRight(o.PublicURL, "/")
 	if o.Auth == nil {
 		o.Auth, _ = auth.New(context.Background(), auth.Config{Mode: auth.ModeNone})
@@ -278,50 +219,8 @@ func (o Options) withDefaults() Options {
 	if o.ClientAddr == nil {
 		o.ClientAddr = func(r *http.Request) netip.Addr { return auth.ClientAddr(r, nil) }
 	}
-	if o.Affinity == "" {
-		o.Affinity = config.DefaultSessionAffinity
-	}
-	durations := []struct {
-		v   *time.Duration
-		def time.Duration
-	}{
-		{&o.SlotLease, config.DefaultSlotLease},
-		{&o.WriteTimeout, DefaultWriteTimeout},
-		{&o.StoreOpenTimeout, config.DefaultStoreOpenTimeout},
-		{&o.StoreIdleTimeout, config.DefaultStoreIdleTimeout},
-		{&o.BodyTimeout, config.DefaultBodyTimeout},
-		{&o.UploadIdleTimeout, DefaultUploadIdleTimeout},
-		{&o.ReadyTimeout, DefaultReadyTimeout},
-		{&o.UploadExpiry, config.DefaultUploadExpiry},
-		{&o.WarmIdle, warm.DefaultWarmIdle},
-		{&o.WarmRowTTL, warm.DefaultWarmRowTTL},
-		{&o.SlotIdle, warm.DefaultSlotIdle},
-		{&o.SlotWait, warm.DefaultSlotWait},
-		{&o.RetryLease, ledger.DefaultRetryLease},
-	}
-	for _, d := range durations {
-		if *d.v <= 0 {
-			*d.v = d.def
-		}
-	}
-	o.SlotWait = max(o.SlotWait, 2*o.SlotIdle)
-	if o.RefusalHold == 0 {
-		o.RefusalHold = public.DefaultRefusalHold
-	}
-	if o.Chunk <= 0 {
-		o.Chunk = sessions.DefaultChunk
-	}
-	if o.WarmBudget <= 0 {
-		o.WarmBudget = warm.DefaultWarmBudget
-	}
 	return o
 }
-
-// Defaults of the options that are not configuration settings.
-const (
-	DefaultWriteTimeout = 2 * time.Minute
-	DefaultReadyTimeout = 3 * time.Second
-)
 
 // Drain marks the server as shutting down: /readyz answers 503 so load
 // balancers stop sending new work while running downloads finish.

@@ -316,7 +316,9 @@ func (ls *listeners) Close() {
 	}
 }
 
-// gatewayOptions wires the configuration into the gateway's options.
+// gatewayOptions wires the configuration into the gateway's options: the
+// one place settings become options. What no setting names is left zero,
+// for gateway.New to give config's default.
 func gatewayOptions(cfg *config.Config, db *sqlcore.DB, store storage.Store, log *slog.Logger, previews *preview.Detector,
 	authn auth.Authenticator, trusted []netip.Prefix, publicURL string, tls bool) gateway.Options {
 	hsts := ""
@@ -326,25 +328,28 @@ func gatewayOptions(cfg *config.Config, db *sqlcore.DB, store storage.Store, log
 	return gateway.Options{
 		Ledger: db, Store: store, Secret: []byte(cfg.Secret), SecretPrevious: cfg.PreviousSecrets(),
 		PublicURL: publicURL, AdminToken: cfg.AdminToken,
-		Logger:    log,
-		Defaults:  sessions.Defaults{TTL: cfg.SessionTTL, ByteBudget: cfg.SessionByteBudget, MaxConcurrency: cfg.SessionMaxConcurrency},
-		SlotLease: cfg.SlotLease,
-		Previews:  previews, HidePreviewDetails: !cfg.PreviewDetails,
-		Affinity: cfg.SessionAffinity,
-		Auth:     authn,
-		// A stalled store answers 504 or cuts the transfer after these.
-		StoreOpenTimeout: cfg.StoreOpenTimeout, StoreIdleTimeout: cfg.StoreIdleTimeout,
+		Auth:       authn,
 		ClientAddr: func(r *http.Request) netip.Addr { return auth.ClientAddr(r, trusted) },
-		Version:    buildVersion(),
-		HSTS:       hsts,
-		// A body that never finishes is refused before anything is claimed.
-		BodyTimeout: cfg.BodyTimeout,
-		// What the sweeper deletes, and when (SPEC §6).
-		ObjectRetention: cfg.ObjectRetention, AuditRetention: cfg.AuditRetention,
-		// Unfinished resumable uploads (SPEC §11).
-		UploadExpiry: cfg.UploadExpiry,
+		Previews:   previews, HidePreviewDetails: !cfg.PreviewDetails,
 		// The operator console (SPEC §11).
 		NoConsole: !cfg.Console,
+		HSTS:      hsts,
+		Version:   buildVersion(),
+		Logger:    log,
+		Timeouts: config.Timeouts{
+			// A stalled store answers 504 or cuts the transfer after these.
+			StoreOpenTimeout: cfg.StoreOpenTimeout, StoreIdleTimeout: cfg.StoreIdleTimeout,
+			// A body that never finishes is refused before anything is claimed.
+			BodyTimeout: cfg.BodyTimeout,
+		},
+		Sessions: config.Sessions{
+			Defaults: sessions.Defaults{TTL: cfg.SessionTTL, ByteBudget: cfg.SessionByteBudget, MaxConcurrency: cfg.SessionMaxConcurrency},
+			Affinity: cfg.SessionAffinity, SlotLease: cfg.SlotLease,
+		},
+		// What the sweeper deletes, and when (SPEC §6).
+		Retention: config.Retention{ObjectRetention: cfg.ObjectRetention, AuditRetention: cfg.AuditRetention},
+		// Unfinished resumable uploads (SPEC §11).
+		UploadLimits: config.UploadLimits{UploadExpiry: cfg.UploadExpiry},
 	}
 }
 

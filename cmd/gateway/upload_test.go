@@ -23,6 +23,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/dlgate/dlgate/client"
+	"github.com/dlgate/dlgate/config"
 	"github.com/dlgate/dlgate/gateway/uploads"
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/ledger/sqlite"
@@ -61,6 +62,8 @@ func MustTusGateway(t *testing.T) *tusGateway {
 	}
 	t.Cleanup(func() { st.Close() })
 	h, err := uploads.New(uploads.Config{Store: st, Ledger: db, BasePath: "/v1/uploads/",
+		Expiry: config.DefaultUploadExpiry, MaxSize: config.DefaultUploadMaxSize, LockLease: config.DefaultUploadLockLease,
+		LockWait: config.DefaultUploadLockWait, Checkpoint: config.DefaultUploadCheckpoint,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Record: func(ctx context.Context, v storage.Version) error {
 			return db.ObjectRecord(ctx, ledger.Object{Bucket: v.Bucket, Key: v.Key, VersionID: v.VersionID, Size: v.Size,

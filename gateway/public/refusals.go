@@ -32,12 +32,6 @@ import (
 // of one client and token; any other throttled request is answered at
 // once with Connection: close.
 
-// DefaultRefusalHold is Options.RefusalHold's default: long enough that
-// a client retrying at once makes a few requests a second at most,
-// short enough that no answer waits longer than one that waits for the
-// database (GATEWAY_DB_TIMEOUT, 5 s by default).
-const DefaultRefusalHold = 2 * time.Second
-
 // maxHeldRefusals bounds the throttled requests held at once, over all
 // clients.
 const maxHeldRefusals = 256

@@ -23,6 +23,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/gorilla/mux"
 
+	"github.com/dlgate/dlgate/config"
 	"github.com/dlgate/dlgate/gateway/uploads"
 	"github.com/dlgate/dlgate/internal/testenv"
 	"github.com/dlgate/dlgate/ledger"
@@ -121,7 +122,10 @@ func (e *env) start(t testing.TB, edit ...func(*uploads.Config)) *process {
 	t.Helper()
 	db, st := e.open(t)
 	db.Now, db.DBClock = e.clock.Now, e.clock.Now
-	cfg := uploads.Config{Store: st, Ledger: db, BasePath: "/v1/uploads/", LockWait: 2 * time.Second,
+	// config's limits, as the gateway passes them, but a shorter wait.
+	cfg := uploads.Config{Store: st, Ledger: db, BasePath: "/v1/uploads/",
+		Expiry: config.DefaultUploadExpiry, MaxSize: config.DefaultUploadMaxSize, LockLease: config.DefaultUploadLockLease,
+		LockWait: 2 * time.Second, Checkpoint: config.DefaultUploadCheckpoint,
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		Record: func(ctx context.Context, v storage.Version) error {
 			e.mu.Lock()

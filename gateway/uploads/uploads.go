@@ -32,25 +32,6 @@ import (
 	"github.com/dlgate/dlgate/storage"
 )
 
-// Defaults of Config.
-const (
-	// DefaultExpiry is GATEWAY_UPLOAD_EXPIRY's default (SPEC §7).
-	DefaultExpiry = 24 * time.Hour
-	// DefaultMaxSize is S3's largest object, 5 TiB.
-	DefaultMaxSize = 5 << 40
-	// DefaultLockLease is how long a request's lock lasts without being
-	// renewed: how long the upload of a process that died stays locked.
-	DefaultLockLease = 30 * time.Second
-	// DefaultLockWait is how long a request waits for another's lock
-	// before its 423: long enough for a PATCH cut a moment ago to save
-	// what it received, so that the client's HEAD finds its offset.
-	DefaultLockWait = 10 * time.Second
-	// DefaultCheckpoint is how many bytes a PATCH appends between two
-	// records of its offset: what a gateway that dies during a PATCH makes
-	// the client send again, at most.
-	DefaultCheckpoint = 64 << 20
-)
-
 // maxExpiry is the longest expiry the ledger records (ten years).
 const maxExpiry = 10 * 366 * 24 * time.Hour
 
@@ -72,14 +53,20 @@ type Config struct {
 	// BasePath is the path the handler answers under, with its trailing
 	// slash ("/v1/uploads/"); upload URLs are BasePath + id. Required.
 	BasePath string
+	// The limits, required and positive (the gateway passes its options'
+	// config.UploadLimits, config's defaults where nothing was set).
 	// Expiry is how long an unfinished upload lives after its creation or
 	// its last PATCH, and a finished one's JSON after its finish
-	// (GATEWAY_UPLOAD_EXPIRY); 0 means DefaultExpiry.
+	// (GATEWAY_UPLOAD_EXPIRY), at most ten years.
 	Expiry time.Duration
 	// MaxSize is the largest Upload-Length accepted (413 beyond, and
-	// Tus-Max-Size); 0 means DefaultMaxSize.
+	// Tus-Max-Size).
 	MaxSize int64
-	// LockLease, LockWait and Checkpoint: 0 means their defaults.
+	// LockLease is how long a request's lock lasts without being renewed:
+	// how long the upload of a process that died stays locked. LockWait is
+	// how long a request waits for another's lock before its 423.
+	// Checkpoint is how many bytes a PATCH appends between two records of
+	// its offset.
 	LockLease  time.Duration
 	LockWait   time.Duration
 	Checkpoint int64
@@ -101,7 +88,7 @@ type Handler struct {
 
 // New returns the handler of cfg. It returns an error when cfg.Store does
 // not implement storage.Uploader, or a required field is missing or
-// invalid.
+// invalid; it applies no defaults of its own.
 func New(cfg Config) (*Handler, error) {
 	up, ok := cfg.Store.(storage.Uploader)
 	switch {
@@ -111,25 +98,10 @@ func New(cfg Config) (*Handler, error) {
 		return nil, errors.New("uploads: a ledger and a Record function are required")
 	case !strings.HasPrefix(cfg.BasePath, "/") || !strings.HasSuffix(cfg.BasePath, "/"):
 		return nil, fmt.Errorf("uploads: base path %q must start and end with /", cfg.BasePath)
-	case cfg.Expiry < 0 || cfg.MaxSize < 0 || cfg.LockLease < 0 || cfg.LockWait < 0 || cfg.Checkpoint < 0:
-		return nil, errors.New("uploads: durations and sizes must not be negative")
+	case cfg.Expiry <= 0 || cfg.MaxSize <= 0 || cfg.LockLease <= 0 || cfg.LockWait <= 0 || cfg.Checkpoint <= 0:
+		return nil, errors.New("uploads: the expiry, the size, the lock's lease and wait and the checkpoint must be positive")
 	case cfg.Expiry > maxExpiry:
 		return nil, fmt.Errorf("uploads: expiry %v is longer than %v", cfg.Expiry, maxExpiry)
-	}
-	if cfg.Expiry == 0 {
-		cfg.Expiry = DefaultExpiry
-	}
-	if cfg.MaxSize == 0 {
-		cfg.MaxSize = DefaultMaxSize
-	}
-	if cfg.LockLease == 0 {
-		cfg.LockLease = DefaultLockLease
-	}
-	if cfg.LockWait == 0 {
-		cfg.LockWait = DefaultLockWait
-	}
-	if cfg.Checkpoint == 0 {
-		cfg.Checkpoint = DefaultCheckpoint
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
