@@ -10,6 +10,8 @@ import (
 	"github.com/dlgate/dlgate/storage"
 )
 
+var _ deleteAPI = (*s3.Client)(nil)
+
 // deleteAPI is the S3 call Delete makes beyond API. *s3.Client has it; a
 // test's fake of API without it makes Delete fail as unavailable.
 type deleteAPI interface {

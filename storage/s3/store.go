@@ -26,18 +26,17 @@ import (
 )
 
 // The store and the abilities it has, composed once here (STYLE: tusd's
-// StoreComposer): the gateway finds them by type assertion. The SDK
-// client has every call the store makes (API, deleteAPI, uploadAPI).
+// StoreComposer): the gateway finds them by type assertion.
 var (
 	_ storage.Store    = (*Store)(nil)
 	_ storage.Pinger   = (*Store)(nil)
 	_ storage.Deleter  = (*Store)(nil)
 	_ storage.Uploader = (*Store)(nil)
-
-	_ API       = (*s3.Client)(nil)
-	_ deleteAPI = (*s3.Client)(nil)
-	_ uploadAPI = (*s3.Client)(nil)
 )
+
+// The SDK client makes every call of API (and of deleteAPI and uploadAPI,
+// beside their declarations).
+var _ API = (*s3.Client)(nil)
 
 const (
 	// DefaultPartSize is the multipart part size, and the largest body

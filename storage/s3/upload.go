@@ -20,6 +20,8 @@ import (
 	"github.com/dlgate/dlgate/storage"
 )
 
+var _ uploadAPI = (*s3.Client)(nil)
+
 // Resumable uploads (storage.Uploader, docs/design.md "Resumable
 // uploads"). An upload of more than one part is a multipart upload
 // created with the SHA-256 checksum algorithm; its parts are the store's
