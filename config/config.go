@@ -24,10 +24,10 @@ import (
 // Defaults from SPEC §7 and the gateway's operational knobs. Values derived
 // from other settings (public URL, SQLite DSN, FS root) are filled in by Load.
 // They are defined here, once, with those of the options that are no
-// settings (options.go): the settings' defaults are Default's, the
-// gateway's options take theirs from the groups' WithDefaults, and the
-// webhook deliverer (webhook.New) applies DefaultWebhookMaxAge to its own;
-// configuration stays below the HTTP layer in the import graph.
+// settings (options.go): the settings take theirs in Default, the
+// gateway's options from ApplyDefaults, and the webhook deliverer
+// (webhook.New) applies DefaultWebhookMaxAge to its own; configuration
+// stays below the HTTP layer in the import graph.
 const (
 	DefaultListen                = "127.0.0.1:8080"
 	DefaultAdminListen           = "127.0.0.1:8081"

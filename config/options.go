@@ -9,7 +9,7 @@ import (
 
 // The gateway's option groups (gateway.Options embeds them) and their
 // defaults. This file and the constants of config.go are the one place
-// the gateway's defaults are held, and WithDefaults the one way they are
+// the gateway's defaults are held, and ApplyDefaults the one way they are
 // applied: `gateway serve` wires the settings into the groups
 // (cmd/gateway/serve.go), and gateway.New gives every field left zero
 // the default named on it, so that a caller that builds the options by
@@ -85,22 +85,6 @@ type Timeouts struct {
 	RetryLease time.Duration
 }
 
-// WithDefaults returns t with the default of every field left zero (or
-// negative, but for RefusalHold).
-func (t Timeouts) WithDefaults() Timeouts {
-	orDefault(&t.WriteTimeout, DefaultWriteTimeout)
-	orDefault(&t.StoreOpenTimeout, DefaultStoreOpenTimeout)
-	orDefault(&t.StoreIdleTimeout, DefaultStoreIdleTimeout)
-	orDefault(&t.BodyTimeout, DefaultBodyTimeout)
-	orDefault(&t.UploadIdleTimeout, DefaultUploadIdleTimeout)
-	orDefault(&t.ReadyTimeout, DefaultReadyTimeout)
-	orDefault(&t.RetryLease, DefaultRetryLease)
-	if t.RefusalHold == 0 {
-		t.RefusalHold = DefaultRefusalHold
-	}
-	return t
-}
-
 // Sessions are the defaults of new transfer sessions (SPEC §4) and how a
 // process keeps the sessions it serves warm; a zero field means its
 // default.
@@ -131,24 +115,6 @@ type Sessions struct {
 	// least twice SlotIdle).
 	SlotIdle time.Duration
 	SlotWait time.Duration
-}
-
-// WithDefaults returns s with the default of every field left zero (or
-// negative), the session defaults' own aside (package sessions reads
-// them).
-func (s Sessions) WithDefaults() Sessions {
-	if s.Affinity == "" {
-		s.Affinity = DefaultSessionAffinity
-	}
-	orDefault(&s.SlotLease, DefaultSlotLease)
-	orDefault(&s.Chunk, DefaultChunk)
-	orDefault(&s.WarmIdle, DefaultWarmIdle)
-	orDefault(&s.WarmRowTTL, DefaultWarmRowTTL)
-	orDefault(&s.WarmBudget, DefaultWarmBudget)
-	orDefault(&s.SlotIdle, DefaultSlotIdle)
-	orDefault(&s.SlotWait, DefaultSlotWait)
-	s.SlotWait = max(s.SlotWait, 2*s.SlotIdle)
-	return s
 }
 
 // Retention is what the sweeper deletes, and when (SPEC §6); zero keeps
@@ -183,20 +149,54 @@ type UploadLimits struct {
 	UploadCheckpoint int64
 }
 
-// WithDefaults returns u with the default of every field left zero (or
-// negative).
-func (u UploadLimits) WithDefaults() UploadLimits {
-	orDefault(&u.UploadExpiry, DefaultUploadExpiry)
-	orDefault(&u.UploadMaxSize, DefaultUploadMaxSize)
-	orDefault(&u.UploadLockLease, DefaultUploadLockLease)
-	orDefault(&u.UploadLockWait, DefaultUploadLockWait)
-	orDefault(&u.UploadCheckpoint, DefaultUploadCheckpoint)
-	return u
-}
-
-// orDefault sets *v to def unless it is positive.
-func orDefault[T time.Duration | int64](v *T, def T) {
-	if *v <= 0 {
-		*v = def
+// ApplyDefaults gives every field of the option groups left zero (or
+// negative) its default: the one place the gateway's defaults are
+// applied. RefusalHold takes its default only when zero (negative sends
+// the 429 at once); the session defaults (Sessions.Defaults) are package
+// sessions' to read; SlotWait is at least twice SlotIdle.
+func ApplyDefaults(t *Timeouts, s *Sessions, u *UploadLimits) {
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{
+		{&t.WriteTimeout, DefaultWriteTimeout},
+		{&t.StoreOpenTimeout, DefaultStoreOpenTimeout},
+		{&t.StoreIdleTimeout, DefaultStoreIdleTimeout},
+		{&t.BodyTimeout, DefaultBodyTimeout},
+		{&t.UploadIdleTimeout, DefaultUploadIdleTimeout},
+		{&t.ReadyTimeout, DefaultReadyTimeout},
+		{&t.RetryLease, DefaultRetryLease},
+		{&s.SlotLease, DefaultSlotLease},
+		{&s.WarmIdle, DefaultWarmIdle},
+		{&s.WarmRowTTL, DefaultWarmRowTTL},
+		{&s.SlotIdle, DefaultSlotIdle},
+		{&s.SlotWait, DefaultSlotWait},
+		{&u.UploadExpiry, DefaultUploadExpiry},
+		{&u.UploadLockLease, DefaultUploadLockLease},
+		{&u.UploadLockWait, DefaultUploadLockWait},
+	} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
 	}
+	for _, d := range []struct {
+		v   *int64
+		def int64
+	}{
+		{&s.Chunk, DefaultChunk},
+		{&s.WarmBudget, DefaultWarmBudget},
+		{&u.UploadMaxSize, DefaultUploadMaxSize},
+		{&u.UploadCheckpoint, DefaultUploadCheckpoint},
+	} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
+	}
+	if t.RefusalHold == 0 {
+		t.RefusalHold = DefaultRefusalHold
+	}
+	if s.Affinity == "" {
+		s.Affinity = DefaultSessionAffinity
+	}
+	s.SlotWait = max(s.SlotWait, 2*s.SlotIdle)
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/dlgate/dlgate/config"
+	"github.com/dlgate/dlgate/gateway"
 	"github.com/dlgate/dlgate/gateway/warm"
 )
 
@@ -31,8 +32,9 @@ func TestTheWarmSessionDefaultsAreConfigs(t *testing.T) {
 func TestZeroOptionsTakeConfigsDefaults(t *testing.T) {
 	h := MustHarness(t)
 	o := h.Server.Options
-	if o.Timeouts != (config.Timeouts{}).WithDefaults() || o.Sessions != (config.Sessions{}).WithDefaults() ||
-		o.UploadLimits != (config.UploadLimits{}).WithDefaults() {
+	var want gateway.Options
+	config.ApplyDefaults(&want.Timeouts, &want.Sessions, &want.UploadLimits)
+	if o.Timeouts != want.Timeouts || o.Sessions != want.Sessions || o.UploadLimits != want.UploadLimits {
 		t.Errorf("options after New = %+v, %+v, %+v; want config's defaults", o.Timeouts, o.Sessions, o.UploadLimits)
 	}
 	if o.BodyTimeout != config.DefaultBodyTimeout || o.SlotLease != config.DefaultSlotLease || o.UploadExpiry != config.DefaultUploadExpiry ||

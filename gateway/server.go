@@ -200,9 +200,7 @@ func (s *Server) newUploads(base string) (*uploads.Handler, error) {
 // withDefaults returns o with config's default of every tuning field left
 // zero, and the plain implementation of every dependency left nil.
 func (o Options) withDefaults() Options {
-	o.Timeouts = o.Timeouts.WithDefaults()
-	o.Sessions = o.Sessions.WithDefaults()
-	o.UploadLimits = o.UploadLimits.WithDefaults()
+	config.ApplyDefaults(&o.Timeouts, &o.Sessions, &o.UploadLimits)
 	o.PublicURL = strings.TrimRight(o.PublicURL, "/")
 	if o.Auth == nil {
 		o.Auth, _ = auth.New(context.Background(), auth.Config{Mode: auth.ModeNone})
