@@ -44,8 +44,8 @@ func sessionQuestions(tb testing.TB, pool *sql.DB) func() int64 {
 // TestAStreamRecordAloneInItsWindowIsOneStatement counts, as gateway
 // serve runs it (RecordWindow 50 ms, webhooks off), what the end of a
 // lone stream response costs the database: the one UPDATE, no
-// transaction around it; records that share a window are one UPDATE of
-// all their rows, likewise autocommitted.
+// transaction around it; records that share a window are one
+// transaction, START, an UPDATE each and COMMIT.
 func TestAStreamRecordAloneInItsWindowIsOneStatement(t *testing.T) {
 	db := MustOpen(t, testenv.SharedMariaDB(t).NewDatabase(t), time.Now).(*sqlcore.DB)
 	db.RecordWindow = sqlcore.DefaultRecordWindow
@@ -81,10 +81,11 @@ func TestAStreamRecordAloneInItsWindowIsOneStatement(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	// Two records within one window make one UPDATE; on a machine so
-	// slow that they fell in two windows, two lone UPDATEs (2).
-	if n := questions() - before - 1; n != 1 && n != 2 {
-		t.Errorf("two records at once: %d statements, want 1 (one UPDATE of both rows) or 2", n)
+	// Two records within one window make one transaction (4 statements);
+	// on a machine so slow that they fell in two windows, two lone
+	// UPDATEs (2).
+	if n := questions() - before - 1; n != 4 && n != 2 {
+		t.Errorf("two records at once: %d statements, want 4 (START, two UPDATEs, COMMIT) or 2", n)
 	}
 	for i, want := range []ledger.DeliveryStatus{ledger.DeliveryPartial, ledger.DeliveryComplete, ledger.DeliveryComplete} {
 		p, err := db.GrantList(ctx, ledger.GrantQuery{LinkID: l.ID, Limit: 10})
@@ -105,9 +106,9 @@ func TestAStreamRecordAloneInItsWindowIsOneStatement(t *testing.T) {
 // is held. A record that read the link's row inside its statement (the
 // version's size, in a subquery) would take a shared lock on it under
 // REPEATABLE READ, waiting here for the claim to commit and, inside a
-// statement of several records, making the next claims of a hot link
-// wait for it. With webhooks off the records of a window are one
-// autocommitted UPDATE, no transaction: nothing holds a row past it.
+// transaction of several records, making the next claims of a hot link
+// wait for the records' COMMIT. Then, from inside such a transaction
+// (BeforeCommit), another connection takes the link's row with NOWAIT.
 func TestAStreamRecordNeverLocksItsLinksRow(t *testing.T) {
 	db := MustOpen(t, testenv.SharedMariaDB(t).NewDatabase(t), time.Now).(*sqlcore.DB)
 	db.Timeout = 3 * time.Second // a record blocked on the row fails after it
@@ -162,6 +163,20 @@ func TestAStreamRecordNeverLocksItsLinksRow(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	var (
+		mu     sync.Mutex
+		inside []error
+	)
+	db.BeforeCommit = func(context.Context, *sql.Tx) error {
+		tx, err := lockLink(true)
+		if err == nil {
+			err = tx.Rollback()
+		}
+		mu.Lock()
+		inside = append(inside, err)
+		mu.Unlock()
+		return nil
+	}
 	for _, g := range grants[3:5] {
 		wg.Go(func() {
 			if err := record(g, 1000); err != nil {
@@ -170,6 +185,15 @@ func TestAStreamRecordNeverLocksItsLinksRow(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	db.BeforeCommit = nil
+	if len(inside) > 1 {
+		t.Errorf("two records in one window made %d transactions", len(inside))
+	}
+	for _, err := range inside {
+		if err != nil {
+			t.Errorf("the link's row, taken from inside a transaction of records: %v", err)
+		}
+	}
 	p, err := db.GrantList(ctx, ledger.GrantQuery{LinkID: l.ID, Limit: 10})
 	if err != nil {
 		t.Fatal(err)

@@ -101,7 +101,6 @@ func (s *DB) recordAlone(ctx context.Context, r streamRecord) error {
 type streamRecord struct {
 	d    ledger.StreamDelivery
 	at   time.Time
-	keys any // d.ClientKeys as the column holds them
 	args []any
 }
 
@@ -128,7 +127,7 @@ func (s *DB) streamRecord(ctx context.Context, d ledger.StreamDelivery) (streamR
 	}
 	at := s.now()
 	a, z, k := d.BytesAcked, d.Size, d.Attempt
-	return streamRecord{d: d, at: at, keys: keys, args: []any{a, z, s.t(at), a, z, s.t(at), a, z, a, a, a, z, z, a, d.Measured, keys, k, k, d.GrantID, k, k}}, nil
+	return streamRecord{d: d, at: at, args: []any{a, z, s.t(at), a, z, s.t(at), a, z, a, a, a, z, z, a, d.Measured, keys, k, k, d.GrantID, k, k}}, nil
 }
 
 // recordInTx writes r inside tx: the UPDATE and, with webhooks on, first
