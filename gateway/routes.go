@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dlgate/dlgate/apikey"
+	"github.com/dlgate/dlgate/gateway/admin"
 	"github.com/dlgate/dlgate/gateway/console"
 	"github.com/dlgate/dlgate/gateway/httpx"
 	"github.com/dlgate/dlgate/gateway/problem"
@@ -101,32 +102,32 @@ func (s *Server) publicRoutes() []route {
 func (s *Server) adminRoutes() []route {
 	a := s.admin
 	return append([]route{
-		{name: "admin_links_create", pattern: "/v1/links", methods: post, h: http.HandlerFunc(a.CreateLink), scope: scopeLinksWrite},
-		{name: "admin_links_list", pattern: "/v1/links", methods: get, h: http.HandlerFunc(a.ListLinks), scope: scopeLinksRead},
-		{name: "admin_links_show", pattern: "/v1/links/{id}", methods: get, h: http.HandlerFunc(a.ShowLink), scope: scopeLinksRead},
-		{name: "admin_links_revoke", pattern: "/v1/links/{id}/revoke", methods: post, h: http.HandlerFunc(a.RevokeLink), scope: scopeLinksWrite},
-		{name: "admin_links_allowance", pattern: "/v1/links/{id}/allowance", methods: post, h: http.HandlerFunc(a.AddAllowance), scope: scopeLinksWrite},
-		{name: "admin_links_allowance_changes", pattern: "/v1/links/{id}/allowance", methods: get, h: http.HandlerFunc(a.AllowanceChanges), scope: scopeLinksRead},
-		{name: "admin_links_grants", pattern: "/v1/links/{id}/grants", methods: get, h: http.HandlerFunc(a.Grants), scope: scopeLinksRead},
-		{name: "admin_sessions_revoke", pattern: "/v1/sessions/{id}", methods: del, h: http.HandlerFunc(a.RevokeSession), scope: scopeSessionsWrite},
-		{name: "admin_objects_put", pattern: "/v1/objects/{key:.+}", methods: put, h: http.HandlerFunc(a.PutObject), scope: scopeObjectsWrite, ownPath: true},
-		{name: "admin_objects_delete", pattern: "/v1/objects/{key:.+}", methods: del, h: http.HandlerFunc(a.DeleteObject), scope: scopeObjectsDelete, ownPath: true},
+		{name: "admin_links_create", pattern: "/v1/links", methods: post, h: http.HandlerFunc(a.Links.CreateLink), scope: scopeLinksWrite},
+		{name: "admin_links_list", pattern: "/v1/links", methods: get, h: http.HandlerFunc(a.Links.ListLinks), scope: scopeLinksRead},
+		{name: "admin_links_show", pattern: "/v1/links/{id}", methods: get, h: http.HandlerFunc(a.Links.ShowLink), scope: scopeLinksRead},
+		{name: "admin_links_revoke", pattern: "/v1/links/{id}/revoke", methods: post, h: http.HandlerFunc(a.Links.RevokeLink), scope: scopeLinksWrite},
+		{name: "admin_links_allowance", pattern: "/v1/links/{id}/allowance", methods: post, h: http.HandlerFunc(a.Links.AddAllowance), scope: scopeLinksWrite},
+		{name: "admin_links_allowance_changes", pattern: "/v1/links/{id}/allowance", methods: get, h: http.HandlerFunc(a.Links.AllowanceChanges), scope: scopeLinksRead},
+		{name: "admin_links_grants", pattern: "/v1/links/{id}/grants", methods: get, h: http.HandlerFunc(a.Links.Grants), scope: scopeLinksRead},
+		{name: "admin_sessions_revoke", pattern: "/v1/sessions/{id}", methods: del, h: http.HandlerFunc(a.Sessions.RevokeSession), scope: scopeSessionsWrite},
+		{name: "admin_objects_put", pattern: "/v1/objects/{key:.+}", methods: put, h: http.HandlerFunc(a.Objects.PutObject), scope: scopeObjectsWrite, ownPath: true},
+		{name: "admin_objects_delete", pattern: "/v1/objects/{key:.+}", methods: del, h: http.HandlerFunc(a.Objects.DeleteObject), scope: scopeObjectsDelete, ownPath: true},
 		// tus 1.0 (SPEC §11): creation at the collection, the rest at an
 		// upload's URL.
 		{name: "admin_uploads", pattern: "/v1/uploads/", methods: []string{http.MethodPost, http.MethodOptions}, h: s.uploadsHandler(), scope: scopeObjectsWrite},
 		{name: "admin_uploads", pattern: "/v1/uploads/{id}", methods: []string{http.MethodHead, http.MethodPatch, http.MethodDelete, http.MethodGet}, h: s.uploadsHandler(), scope: scopeObjectsWrite},
-		{name: "admin_keys_create", pattern: "/v1/keys", methods: post, h: http.HandlerFunc(a.CreateKey), scope: scopeKeysWrite},
+		{name: "admin_keys_create", pattern: "/v1/keys", methods: post, h: http.HandlerFunc(a.Keys.CreateKey), scope: scopeKeysWrite},
 		// SPEC §6 has no keys:read: seeing which keys exist, their scopes
 		// and last use is managing them.
-		{name: "admin_keys_list", pattern: "/v1/keys", methods: get, h: http.HandlerFunc(a.ListKeys), scope: scopeKeysWrite},
-		{name: "admin_keys_revoke", pattern: "/v1/keys/{id}", methods: del, h: http.HandlerFunc(a.RevokeKey), scope: scopeKeysWrite},
-		{name: "admin_audit", pattern: "/v1/audit", methods: get, h: http.HandlerFunc(a.ListAudit), scope: scopeAuditRead},
+		{name: "admin_keys_list", pattern: "/v1/keys", methods: get, h: http.HandlerFunc(a.Keys.ListKeys), scope: scopeKeysWrite},
+		{name: "admin_keys_revoke", pattern: "/v1/keys/{id}", methods: del, h: http.HandlerFunc(a.Keys.RevokeKey), scope: scopeKeysWrite},
+		{name: "admin_audit", pattern: "/v1/audit", methods: get, h: http.HandlerFunc(a.Audit.ListAudit), scope: scopeAuditRead},
 		{name: "healthz", pattern: "/healthz", methods: getHead, h: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 		}), scope: scopeOpen},
 		{name: "readyz", pattern: "/readyz", methods: getHead, h: http.HandlerFunc(s.handleReady), scope: scopeOpen},
-		{name: "openapi", pattern: "/openapi.json", methods: getHead, h: http.HandlerFunc(a.ServeOpenAPI), scope: scopeOpen},
-		{name: "pprof", pattern: "/debug/pprof/{profile:.*}", methods: []string{http.MethodGet, http.MethodPost}, h: http.HandlerFunc(a.Pprof), scope: scopeBootstrap},
+		{name: "openapi", pattern: "/openapi.json", methods: getHead, h: http.HandlerFunc(admin.ServeOpenAPI), scope: scopeOpen},
+		{name: "pprof", pattern: "/debug/pprof/{profile:.*}", methods: []string{http.MethodGet, http.MethodPost}, h: http.HandlerFunc(admin.Pprof), scope: scopeBootstrap},
 		{name: "metrics", pattern: "/metrics", methods: get, h: promhttp.HandlerFor(s.metrics.Reg, promhttp.HandlerOpts{}), scope: scopeOpen},
 	}, s.consoleRoutes()...)
 }
@@ -195,9 +196,9 @@ func (s *Server) guarded(routes []route) []route {
 			rt.h = s.console.Require(apikey.Scope(rt.scope), rt.h)
 		case rt.scope == scopeOpen:
 		case rt.scope == scopeBootstrap:
-			rt.h = s.admin.RequireBootstrap(rt.h)
+			rt.h = s.admin.Auth.RequireBootstrap(rt.h)
 		default:
-			rt.h = s.admin.RequireScope(apikey.Scope(rt.scope), rt.h)
+			rt.h = s.admin.Auth.RequireScope(apikey.Scope(rt.scope), rt.h)
 		}
 		if rt.name == "admin_objects_put" || rt.name == "admin_uploads" || rt.name == "console_uploads" {
 			rt.h = s.idleUpload(rt.h)

@@ -46,7 +46,7 @@ func (s *Server) sweepObjects(ctx context.Context) {
 		}
 		for _, d := range ds {
 			dctx, cancel := context.WithTimeout(ctx, admin.StoreDeleteTimeout)
-			err := s.admin.DeleteVersion(dctx, deleter, d)
+			err := s.admin.Objects.DeleteVersion(dctx, deleter, d)
 			cancel()
 			if err != nil {
 				s.metrics.Swept.WithLabelValues("object_deletions_failed").Inc()

@@ -3,23 +3,18 @@
 // (revoke), objects (upload, delete), operators' keys (create, list,
 // revoke), the audit trail, and the OpenAPI document that describes them
 // (openapi.json). Every route is declared once, with its scope, in the
-// gateway's route table; this package holds the handlers and the check
-// of keys and scopes (auth.go).
+// gateway's route table; this package holds the handlers, one per
+// resource, each with the cores of its operations (core.go), which the
+// operator console calls too, and the check of keys and scopes (auth.go).
 package admin
 
 import (
-	"encoding/json"
-	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/dlgate/dlgate/gateway/metrics"
-	"github.com/dlgate/dlgate/gateway/problem"
 	"github.com/dlgate/dlgate/gateway/warm"
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/sessions"
@@ -58,59 +53,31 @@ type Config struct {
 	Now      func() time.Time
 }
 
-// Handler serves the admin API.
+// Handler is the admin API: a handler per resource, and the check of
+// keys and scopes every route but the open ones passes. The route table
+// (gateway/routes.go) names each route's handler; the OpenAPI document
+// (ServeOpenAPI) and the profiler (Pprof) need none of this state.
 type Handler struct {
-	Config
-	auth *verifier
+	Auth     *Auth
+	Links    *Links
+	Sessions *Sessions
+	Objects  *Objects
+	Keys     *Keys
+	Audit    *Audit
 }
 
-// New returns the admin API's handler.
+// New returns the admin API's handlers, each given the part of c it
+// uses.
 func New(c Config) *Handler {
-	return &Handler{Config: c, auth: newVerifier(c.APIKeys, c.AdminToken, c.Metrics.AdminKeyLookups.Inc)}
-}
-
-// now is the server clock in the ledger's precision.
-func (h *Handler) now() time.Time { return ledger.Micro(h.Now()) }
-
-// decodeJSON reads a small JSON body strictly: unknown fields, trailing
-// data and bodies over 64 KiB are a 400.
-func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		problem.Write(w, r, problem.BadRequest, "The body is not valid JSON for this endpoint: "+jsonProblem(err))
-		return false
+	auth := &Auth{clock: c.Now, log: c.Log, metrics: c.Metrics, clientAddr: c.ClientAddr,
+		v: newVerifier(c.APIKeys, c.AdminToken, c.Metrics.AdminKeyLookups.Inc)}
+	return &Handler{
+		Auth: auth,
+		Links: &Links{clock: c.Now, ledger: c.Admin, store: c.Store, tokens: c.Keys, warm: c.Warm, log: c.Log,
+			publicURL: c.PublicURL, defaults: c.Defaults},
+		Sessions: &Sessions{ledger: c.Admin, warm: c.Warm, log: c.Log},
+		Objects:  &Objects{ledger: c.Objects, store: c.Store, log: c.Log},
+		Keys:     &Keys{clock: c.Now, ledger: c.APIKeys, auth: auth, log: c.Log},
+		Audit:    &Audit{ledger: c.Audit, log: c.Log},
 	}
-	if dec.More() {
-		problem.Write(w, r, problem.BadRequest, "The body has data after the JSON value.")
-		return false
-	}
-	return true
-}
-
-// jsonProblem describes a decoding error without echoing the input.
-func jsonProblem(err error) string {
-	var (
-		se *json.SyntaxError
-		te *json.UnmarshalTypeError
-		me *http.MaxBytesError
-	)
-	switch {
-	case errors.As(err, &se):
-		return "syntax error at byte " + strconv.FormatInt(se.Offset, 10) + "."
-	case errors.As(err, &te):
-		return "field " + strconv.Quote(te.Field) + " has the wrong type."
-	case errors.As(err, &me):
-		return "body too large."
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ") + "."
-	case errors.Is(err, io.EOF):
-		return "empty body."
-	}
-	return "malformed."
-}
-
-// sessionDefaults layers the link's session settings over the gateway's.
-func (h *Handler) sessionDefaults(l *ledger.Link) sessions.Defaults {
-	return sessions.Defaults{TTL: l.Session.TTL, ByteBudget: l.Session.ByteBudget, MaxConcurrency: l.Session.MaxConcurrency}.Or(h.Defaults)
 }

@@ -3,17 +3,21 @@ package admin
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/dlgate/dlgate/gateway/httpx"
-	"github.com/dlgate/dlgate/gateway/problem"
 	"github.com/dlgate/dlgate/ledger"
 )
+
+// Audit serves the audit trail of the operators' changes (SPEC §6).
+type Audit struct {
+	ledger ledger.Audit
+	log    *slog.Logger
+}
 
 // auditParams are the query parameters of GET /v1/audit (SPEC §6).
 var auditParams = []string{"actor", "action", "target_id", "after", "before", "cursor", "limit"}
@@ -57,19 +61,8 @@ func parseAuditQuery(v url.Values) (ledger.AuditQuery, string) {
 	if len(q.TargetID) > 1024 {
 		return q, "target_id must be at most 1024 bytes (an object key's length)."
 	}
-	for _, b := range []struct {
-		name string
-		t    *time.Time
-	}{{"after", &q.After}, {"before", &q.Before}} {
-		if s := v.Get(b.name); s != "" {
-			t, err := time.Parse(time.RFC3339, s)
-			if err != nil {
-				return q, b.name + " must be an RFC 3339 time, like 2030-01-02T03:04:05Z."
-			}
-			*b.t = t
-		}
-	}
-	return q, ""
+	_, detail = parseTimes(v, timeParam{"after", &q.After}, timeParam{"before", &q.Before})
+	return q, detail
 }
 
 // AuditPageBody is the answer of GET /v1/audit.
@@ -79,30 +72,21 @@ type AuditPageBody struct {
 }
 
 // ListAudit serves GET /v1/audit (AuditList).
-func (h *Handler) ListAudit(w http.ResponseWriter, r *http.Request) {
-	page, err := h.AuditList(r.Context(), r.URL.Query())
-	if err != nil {
-		h.writeError(w, r, err, problem.NotFound)
-		return
-	}
-	httpx.WriteJSON(w, http.StatusOK, page)
+func (h *Audit) ListAudit(w http.ResponseWriter, r *http.Request) {
+	writeOK(h.log, w, r)(h.AuditList(r.Context(), r.URL.Query()))
 }
 
 // AuditList returns a page of the audit trail newest first; q is GET
 // /v1/audit's query (actor, action, target_id, after, before, cursor,
 // limit). Errors: *Refusal (400), the ledger's.
-func (h *Handler) AuditList(ctx context.Context, v url.Values) (AuditPageBody, error) {
+func (h *Audit) AuditList(ctx context.Context, v url.Values) (AuditPageBody, error) {
 	q, detail := parseAuditQuery(v)
 	if detail != "" {
 		return AuditPageBody{}, badRequest("", detail)
 	}
-	page, err := h.Audit.AuditList(ctx, q)
-	if errors.Is(err, ledger.ErrInvalid) {
-		// Every other parameter was checked above: it is the cursor.
-		return AuditPageBody{}, badRequest("cursor", badCursor)
-	}
+	page, err := h.ledger.AuditList(ctx, q)
 	if err != nil {
-		return AuditPageBody{}, err
+		return AuditPageBody{}, pageErr(err)
 	}
 	out := AuditPageBody{Entries: make([]AuditEntryBody, 0, len(page.Entries)), NextCursor: page.Next}
 	for _, e := range page.Entries {

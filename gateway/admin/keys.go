@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -20,9 +20,16 @@ import (
 	"github.com/dlgate/dlgate/ledger"
 )
 
-// Operators' keys (SPEC §6): POST /v1/keys makes one and shows its secret
-// once, GET /v1/keys lists them without it, DELETE /v1/keys/{id} revokes
-// one. All three need keys:write.
+// Keys serves the operators' keys (SPEC §6): POST /v1/keys makes one and
+// shows its secret once, GET /v1/keys lists them without it, DELETE
+// /v1/keys/{id} revokes one. All three need keys:write.
+type Keys struct {
+	clock
+	ledger ledger.Keys
+	// auth is told of a key this process must refuse at once.
+	auth *Auth
+	log  *slog.Logger
+}
 
 // KeyRequest is the body of POST /v1/keys.
 type KeyRequest struct {
@@ -63,14 +70,14 @@ type KeyPageBody struct {
 const maxKeyLifetime = 10 * 366 * 24 * time.Hour
 
 // CreateKey serves POST /v1/keys (KeyCreate).
-func (h *Handler) CreateKey(w http.ResponseWriter, r *http.Request) {
+func (h *Keys) CreateKey(w http.ResponseWriter, r *http.Request) {
 	var req KeyRequest
 	if !decodeJSON(w, r, &req) {
 		return
 	}
 	k, err := h.KeyCreate(r.Context(), req)
 	if err != nil {
-		h.writeError(w, r, err, problem.NotFound)
+		writeError(h.log, w, r, err, problem.NotFound)
 		return
 	}
 	// RFC 9111 §5.2.2.5: the one answer with the key's text is kept by no
@@ -86,7 +93,7 @@ func (h *Handler) CreateKey(w http.ResponseWriter, r *http.Request) {
 // lock of the caller's key row, which also refuses a caller revoked or
 // expired meanwhile (401). Errors: *Refusal (400 naming the field, 403
 // insufficient-scope, 401), the ledger's.
-func (h *Handler) KeyCreate(ctx context.Context, req KeyRequest) (CreatedKeyBody, error) {
+func (h *Keys) KeyCreate(ctx context.Context, req KeyRequest) (CreatedKeyBody, error) {
 	scopes, field, detail := req.validate()
 	if detail != "" {
 		return CreatedKeyBody{}, badRequest(field, detail)
@@ -100,7 +107,7 @@ func (h *Handler) KeyCreate(ctx context.Context, req KeyRequest) (CreatedKeyBody
 	if req.ExpiresIn != nil {
 		p.ExpiresAt = h.now().Add(time.Duration(*req.ExpiresIn) * time.Second)
 	}
-	k, err := h.APIKeys.KeyCreate(ctx, p)
+	k, err := h.ledger.KeyCreate(ctx, p)
 	var se *ledger.ScopeError
 	switch {
 	case errors.As(err, &se):
@@ -108,8 +115,8 @@ func (h *Handler) KeyCreate(ctx context.Context, req KeyRequest) (CreatedKeyBody
 	case errors.Is(err, ledger.ErrRefused):
 		// The caller's own key was revoked or expired after this process
 		// verified it: refused as it will be on its next request.
-		h.auth.forget(caller.KeyID)
-		h.Log.InfoContext(ctx, "key creation refused", "reason", ledger.ReasonOf(err), "key_id", caller.KeyID)
+		h.auth.Forget(caller.KeyID)
+		h.log.InfoContext(ctx, "key creation refused", "reason", ledger.ReasonOf(err), "key_id", caller.KeyID)
 		return CreatedKeyBody{}, &Refusal{Problem: problem.AdminUnauthorized, Challenge: `Bearer realm="admin", error="invalid_token"`}
 	case errors.Is(err, ledger.ErrConflict):
 		// Two random 32-byte secrets alike: never, short of a broken
@@ -118,14 +125,14 @@ func (h *Handler) KeyCreate(ctx context.Context, req KeyRequest) (CreatedKeyBody
 	case err != nil:
 		return CreatedKeyBody{}, err
 	}
-	h.Log.InfoContext(ctx, "key created", "new_key_id", k.ID, "scopes", k.Scopes.String())
+	h.log.InfoContext(ctx, "key created", "new_key_id", k.ID, "scopes", k.Scopes.String())
 	return CreatedKeyBody{ID: k.ID, Name: k.Name, Scopes: k.Scopes.Strings(), Key: text,
 		CreatedAt: httpx.RFC3339(k.CreatedAt), ExpiresAt: httpx.RFC3339Ptr(k.ExpiresAt)}, nil
 }
 
 // refuseGiving is the 403 of a key asked to give a scope it lacks.
-func (h *Handler) refuseGiving(ctx context.Context, missing apikey.Scope) *Refusal {
-	h.Log.InfoContext(ctx, "key creation refused", "reason", "insufficient_scope", "scope", string(missing))
+func (h *Keys) refuseGiving(ctx context.Context, missing apikey.Scope) *Refusal {
+	h.log.InfoContext(ctx, "key creation refused", "reason", "insufficient_scope", "scope", string(missing))
 	return &Refusal{Problem: problem.InsufficientScope, Field: "scopes",
 		Detail:    "This key does not hold the scope " + string(missing) + "; a key can only give the scopes it holds.",
 		Challenge: `Bearer realm="admin", error="insufficient_scope", scope="` + string(missing) + `"`}
@@ -162,46 +169,25 @@ func validKeyName(s string) bool {
 	return !strings.ContainsFunc(s, unicode.IsControl)
 }
 
-// quoteShort quotes a value the caller sent, cut to 40 bytes, for a
-// detail that names it.
-func quoteShort(s string) string {
-	if len(s) > 40 {
-		cut := 40
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		return strconv.Quote(s[:cut]) + "…"
-	}
-	return strconv.Quote(s)
-}
-
 // keyListParams are the query parameters of GET /v1/keys.
 var keyListParams = []string{"cursor", "limit"}
 
 // ListKeys serves GET /v1/keys (KeyList).
-func (h *Handler) ListKeys(w http.ResponseWriter, r *http.Request) {
-	page, err := h.KeyList(r.Context(), r.URL.Query())
-	if err != nil {
-		h.writeError(w, r, err, problem.NotFound)
-		return
-	}
-	httpx.WriteJSON(w, http.StatusOK, page)
+func (h *Keys) ListKeys(w http.ResponseWriter, r *http.Request) {
+	writeOK(h.log, w, r)(h.KeyList(r.Context(), r.URL.Query()))
 }
 
 // KeyList returns a page of keys newest first, revoked and expired ones
 // included, never their text; q is GET /v1/keys's query (cursor, limit).
 // Errors: *Refusal (400), the ledger's.
-func (h *Handler) KeyList(ctx context.Context, q url.Values) (KeyPageBody, error) {
+func (h *Keys) KeyList(ctx context.Context, q url.Values) (KeyPageBody, error) {
 	cursor, limit, detail := parsePage(q, keyListParams)
 	if detail != "" {
 		return KeyPageBody{}, badRequest("", detail)
 	}
-	page, err := h.APIKeys.KeyList(ctx, cursor, limit)
-	if errors.Is(err, ledger.ErrInvalid) {
-		return KeyPageBody{}, badRequest("cursor", badCursor)
-	}
+	page, err := h.ledger.KeyList(ctx, cursor, limit)
 	if err != nil {
-		return KeyPageBody{}, err
+		return KeyPageBody{}, pageErr(err)
 	}
 	out := KeyPageBody{Keys: make([]KeyBody, 0, len(page.Keys)), NextCursor: page.Next}
 	for _, k := range page.Keys {
@@ -211,21 +197,25 @@ func (h *Handler) KeyList(ctx context.Context, q url.Values) (KeyPageBody, error
 	return out, nil
 }
 
+// KeyGet returns the key id as the ledger keeps it (never its text, which
+// the ledger does not keep), for the console's page that revokes it: the
+// API has no route of one key. Errors: the ledger's (ErrNotFound; the
+// bootstrap token is no key).
+func (h *Keys) KeyGet(ctx context.Context, id string) (*ledger.Key, error) {
+	return h.ledger.KeyGet(ctx, id)
+}
+
 // RevokeKey serves DELETE /v1/keys/{id} (KeyRevoke).
-func (h *Handler) RevokeKey(w http.ResponseWriter, r *http.Request) {
-	if err := h.KeyRevoke(r.Context(), mux.Vars(r)["id"]); err != nil {
-		h.writeError(w, r, err, problem.NotFound)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+func (h *Keys) RevokeKey(w http.ResponseWriter, r *http.Request) {
+	writeDone(h.log, w, r, h.KeyRevoke(r.Context(), mux.Vars(r)["id"]))
 }
 
 // KeyRevoke revokes the key id: it is refused from now on, by this
 // process at once and by every other within KeyCacheTTL, and its console
 // sessions end. Revoking a revoked key succeeds again. Errors: *Refusal
 // (404), the ledger's.
-func (h *Handler) KeyRevoke(ctx context.Context, id string) error {
-	err := h.APIKeys.KeyRevoke(ctx, id)
+func (h *Keys) KeyRevoke(ctx context.Context, id string) error {
+	err := h.ledger.KeyRevoke(ctx, id)
 	if errors.Is(err, ledger.ErrNotFound) {
 		detail := ""
 		if id == ledger.BootstrapKeyID {
@@ -236,52 +226,7 @@ func (h *Handler) KeyRevoke(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	h.auth.forget(id)
-	h.Log.InfoContext(ctx, "key revoked", "revoked_key_id", id)
+	h.auth.Forget(id)
+	h.log.InfoContext(ctx, "key revoked", "revoked_key_id", id)
 	return nil
-}
-
-// badCursor is the detail of a 400 for a cursor the ledger refused.
-const badCursor = "cursor is not one this API returned; pass a previous page's next_cursor unchanged."
-
-// parsePage reads the cursor and limit of a listing whose only query
-// parameters are known, or returns the one-line detail of a 400: a
-// misspelt filter would otherwise list everything.
-func parsePage(v url.Values, known []string) (cursor string, limit int, detail string) {
-	if d := checkParams(v, known); d != "" {
-		return "", 0, d
-	}
-	if s := v.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > ledger.MaxListLimit {
-			return "", 0, fmt.Sprintf("limit must be a whole number between 1 and %d.", ledger.MaxListLimit)
-		}
-		limit = n
-	}
-	return v.Get("cursor"), limit, ""
-}
-
-// checkParams refuses a query with a parameter not in known, one given
-// twice, or an empty one (the cursor aside).
-func checkParams(v url.Values, known []string) string {
-	for name, vals := range v {
-		switch {
-		case !contains(known, name):
-			return fmt.Sprintf("Unknown query parameter %s; known: %s.", quoteShort(name), strings.Join(known, ", "))
-		case len(vals) > 1:
-			return name + " is given more than once."
-		case vals[0] == "" && name != "cursor":
-			return name + " must not be empty."
-		}
-	}
-	return ""
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

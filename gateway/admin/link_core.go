@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"path"
 	"strconv"
@@ -13,13 +14,28 @@ import (
 
 	"github.com/dlgate/dlgate/gateway/httpx"
 	"github.com/dlgate/dlgate/gateway/problem"
+	"github.com/dlgate/dlgate/gateway/warm"
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/sessions"
 	"github.com/dlgate/dlgate/storage"
 	"github.com/dlgate/dlgate/token"
 )
 
-// The cores of the link routes (core.go): create, show, list, revoke,
-// top up, and the grants and allowance changes of one link.
+// Links serves the link routes (SPEC §6): create, list, show, revoke, top
+// up, and the grants and allowance changes of one link. Its cores are
+// here (core.go says what a core is), their JSON handlers in links.go.
+type Links struct {
+	clock
+	ledger    ledger.Admin
+	store     storage.Store
+	tokens    *token.Keys
+	warm      *warm.Sessions
+	log       *slog.Logger
+	publicURL string
+	// defaults are the gateway-wide session defaults (SPEC §4), shown
+	// resolved on each link.
+	defaults sessions.Defaults
+}
 
 // LinkRequest is the body of POST /v1/links (SPEC §6).
 type LinkRequest = createLinkRequest
@@ -41,7 +57,7 @@ type LinkPageBody struct {
 // a version id) and creates the link; with an idempotency key already
 // used it returns that link and created false. Errors: *Refusal (400
 // naming the field, 422 object-not-found), the ledger's and the store's.
-func (h *Handler) LinkCreate(ctx context.Context, req LinkRequest, idempotencyKey string, keyGiven bool) (LinkBody, bool, error) {
+func (h *Links) LinkCreate(ctx context.Context, req LinkRequest, idempotencyKey string, keyGiven bool) (LinkBody, bool, error) {
 	if req.Object.Key != "" && storage.ValidateKey(req.Object.Key) != nil {
 		return LinkBody{}, false, refuse(problem.InvalidKey, "object.key", "object.key must be at most 1024 bytes of UTF-8 without control characters or backslashes, must not start with \"/\", and must have no \".\" or \"..\" segment.")
 	}
@@ -51,7 +67,7 @@ func (h *Handler) LinkCreate(ctx context.Context, req LinkRequest, idempotencyKe
 	if keyGiven && !httpx.ValidIdempotencyKey(idempotencyKey) {
 		return LinkBody{}, false, badRequest("Idempotency-Key", "Idempotency-Key must be 1 to 255 visible ASCII characters.")
 	}
-	v, err := h.Store.Stat(ctx, storage.Ref{Bucket: req.Object.Bucket, Key: req.Object.Key, VersionID: req.Object.VersionID})
+	v, err := h.store.Stat(ctx, storage.Ref{Bucket: req.Object.Bucket, Key: req.Object.Key, VersionID: req.Object.VersionID})
 	if errors.Is(err, storage.ErrNotFound) {
 		return LinkBody{}, false, refuse(problem.ObjectNotFound, "object.key", "No object (or no such version) at that key.")
 	}
@@ -73,7 +89,7 @@ func (h *Handler) LinkCreate(ctx context.Context, req LinkRequest, idempotencyKe
 	}
 	id := uuid.Must(uuid.NewV7()).String()
 	l := &ledger.Link{
-		ID: id, TokenHash: token.Hash(h.Keys.Derive(token.Link, id)),
+		ID: id, TokenHash: token.Hash(h.tokens.Derive(token.Link, id)),
 		Object:   v,
 		Filename: httpx.CleanFilename(filename), AccountID: req.AccountID, Allowance: req.Downloads, Remaining: req.Downloads,
 		ExpiresAt: expires, Delivery: req.Delivery, Confirm: req.Confirm, Retries: req.Retries, IdempotencyKey: idempotencyKey,
@@ -82,18 +98,18 @@ func (h *Handler) LinkCreate(ctx context.Context, req LinkRequest, idempotencyKe
 		l.Session = ledger.SessionSettings{TTL: time.Duration(req.Session.TTL) * time.Second,
 			ByteBudget: req.Session.ByteBudget, MaxConcurrency: req.Session.MaxConcurrency}
 	}
-	out, created, err := h.Admin.LinkCreate(ctx, l)
+	out, created, err := h.ledger.LinkCreate(ctx, l)
 	if err != nil {
 		return LinkBody{}, false, err
 	}
-	h.Log.InfoContext(ctx, "link created", "link_id", out.ID, "created", created, "downloads", out.Allowance)
+	h.log.InfoContext(ctx, "link created", "link_id", out.ID, "created", created, "downloads", out.Allowance)
 	return h.linkBody(out), created, nil
 }
 
 // LinkShow returns the link id with its counts. Errors: the ledger's
 // (ErrNotFound).
-func (h *Handler) LinkShow(ctx context.Context, id string) (LinkBody, error) {
-	st, err := h.Admin.LinkGet(ctx, id)
+func (h *Links) LinkShow(ctx context.Context, id string) (LinkBody, error) {
+	st, err := h.ledger.LinkGet(ctx, id)
 	if err != nil {
 		return LinkBody{}, err
 	}
@@ -104,18 +120,14 @@ func (h *Handler) LinkShow(ctx context.Context, id string) (LinkBody, error) {
 
 // LinkList returns a page of links, newest first; q is GET /v1/links's
 // query. Errors: *Refusal (400), the ledger's.
-func (h *Handler) LinkList(ctx context.Context, v url.Values) (LinkPageBody, error) {
+func (h *Links) LinkList(ctx context.Context, v url.Values) (LinkPageBody, error) {
 	q, ref := parseListQuery(v)
 	if ref != nil {
 		return LinkPageBody{}, ref
 	}
-	page, err := h.Admin.LinkList(ctx, q)
-	if errors.Is(err, ledger.ErrInvalid) {
-		// Every other parameter was checked above: it is the cursor.
-		return LinkPageBody{}, badRequest("cursor", badCursor)
-	}
+	page, err := h.ledger.LinkList(ctx, q)
 	if err != nil {
-		return LinkPageBody{}, err
+		return LinkPageBody{}, pageErr(err)
 	}
 	out := LinkPageBody{Links: make([]linkListItem, 0, len(page.Links)), NextCursor: page.Next}
 	for i := range page.Links {
@@ -129,13 +141,13 @@ func (h *Handler) LinkList(ctx context.Context, v url.Values) (LinkPageBody, err
 
 // LinkRevoke revokes the link id, which ends its sessions (idempotent),
 // and returns it. Errors: the ledger's (ErrNotFound).
-func (h *Handler) LinkRevoke(ctx context.Context, id string) (LinkBody, error) {
-	if err := h.Admin.LinkRevoke(ctx, id); err != nil {
+func (h *Links) LinkRevoke(ctx context.Context, id string) (LinkBody, error) {
+	if err := h.ledger.LinkRevoke(ctx, id); err != nil {
 		return LinkBody{}, err
 	}
-	h.Log.InfoContext(ctx, "link revoked", "link_id", id)
+	h.log.InfoContext(ctx, "link revoked", "link_id", id)
 	// Its sessions die at once on this process; elsewhere within WarmRowTTL.
-	h.Warm.ForgetLink(id)
+	h.warm.ForgetLink(id)
 	return h.LinkShow(ctx, id)
 }
 
@@ -148,17 +160,17 @@ type AllowanceRequest struct {
 // AllowanceAdd adds req.Add downloads to the link id with its reason
 // (audited) and returns the link. Errors: *Refusal (400), the ledger's
 // (ErrNotFound, ErrRevoked).
-func (h *Handler) AllowanceAdd(ctx context.Context, id string, req AllowanceRequest) (LinkBody, error) {
+func (h *Links) AllowanceAdd(ctx context.Context, id string, req AllowanceRequest) (LinkBody, error) {
 	switch {
 	case req.Add < 1 || req.Add > maxDownloads:
 		return LinkBody{}, badRequest("add", fmt.Sprintf("add must be between 1 and %d; reason at most 1024 bytes.", maxDownloads))
 	case len(req.Reason) > 1024:
 		return LinkBody{}, badRequest("reason", fmt.Sprintf("add must be between 1 and %d; reason at most 1024 bytes.", maxDownloads))
 	}
-	if err := h.Admin.AllowanceAdd(ctx, id, req.Add, req.Reason); err != nil {
+	if err := h.ledger.AllowanceAdd(ctx, id, req.Add, req.Reason); err != nil {
 		return LinkBody{}, err
 	}
-	h.Log.InfoContext(ctx, "allowance added", "link_id", id, "added", req.Add)
+	h.log.InfoContext(ctx, "allowance added", "link_id", id, "added", req.Add)
 	return h.LinkShow(ctx, id)
 }
 
@@ -175,7 +187,7 @@ type GrantPageBody struct {
 // its delivery; q is GET /v1/links/{id}/grants's query (cursor, limit,
 // delivery: none, partial or complete). Errors: *Refusal (400), the
 // ledger's (ErrNotFound).
-func (h *Handler) GrantList(ctx context.Context, id string, q url.Values) (GrantPageBody, error) {
+func (h *Links) GrantList(ctx context.Context, id string, q url.Values) (GrantPageBody, error) {
 	limit := 100
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -192,7 +204,7 @@ func (h *Handler) GrantList(ctx context.Context, id string, q url.Values) (Grant
 		}
 		delivery = d
 	}
-	p, err := h.Admin.GrantList(ctx, ledger.GrantQuery{LinkID: id, Cursor: q.Get("cursor"), Limit: limit, Delivery: delivery})
+	p, err := h.ledger.GrantList(ctx, ledger.GrantQuery{LinkID: id, Cursor: q.Get("cursor"), Limit: limit, Delivery: delivery})
 	if err != nil {
 		return GrantPageBody{}, err
 	}
@@ -209,4 +221,33 @@ func (h *Handler) GrantList(ctx context.Context, id string, q url.Values) (Grant
 		out.Grants = append(out.Grants, b)
 	}
 	return out, nil
+}
+
+func (h *Links) linkBody(l *ledger.Link) linkBody {
+	// The stored hash names the secret the link was made under, so after a
+	// rotation `links show` still answers the URL that works.
+	tok, _ := h.tokens.Match(token.Link, l.ID, l.TokenHash)
+	b := linkBody{
+		ID: l.ID, URL: h.publicURL + "/d/" + tok, NamedURL: h.publicURL + "/d/" + tok + "/" + httpx.URLName(l.Filename, l.Object.Key), Token: tok, Downloads: l.Allowance, Remaining: l.Remaining,
+		ExpiresAt: httpx.RFC3339(l.ExpiresAt), CreatedAt: httpx.RFC3339(l.CreatedAt), Delivery: l.Delivery, Confirm: l.Confirm,
+		Retries: l.Retries, Filename: l.Filename,
+		Object: httpx.ObjectOf(l.Object),
+	}
+	if l.AccountID != "" {
+		b.AccountID = &l.AccountID
+	}
+	if l.RevokedAt != nil {
+		t := httpx.RFC3339(*l.RevokedAt)
+		b.RevokedAt = &t
+	}
+	// Show the effective session settings, defaults resolved.
+	d := h.sessionDefaults(l)
+	ttl, budget, slots := d.Resolve(l.Object.Size)
+	b.Session = sessionRequest{TTL: int64(ttl / time.Second), ByteBudget: budget, MaxConcurrency: slots}
+	return b
+}
+
+// sessionDefaults layers the link's session settings over the gateway's.
+func (h *Links) sessionDefaults(l *ledger.Link) sessions.Defaults {
+	return sessions.Defaults{TTL: l.Session.TTL, ByteBudget: l.Session.ByteBudget, MaxConcurrency: l.Session.MaxConcurrency}.Or(h.defaults)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -18,6 +19,14 @@ import (
 	"github.com/dlgate/dlgate/storage"
 )
 
+// Objects serves the object routes (SPEC §6): a version's upload (PUT;
+// resumable uploads are the uploads package's) and its deletion.
+type Objects struct {
+	ledger ledger.ObjectLedger
+	store  storage.Store
+	log    *slog.Logger
+}
+
 // StoreDeleteTimeout bounds one store deletion. It answers in a round
 // trip or two; one that hangs is retried later, not waited for.
 const StoreDeleteTimeout = 30 * time.Second
@@ -27,19 +36,19 @@ const StoreDeleteTimeout = 30 * time.Second
 // the ledger cannot record it, the upload fails and the version is
 // deleted again at once, so that nothing stays in the store that no
 // retention would ever remove. It reports whether the upload may answer.
-func (h *Handler) recordStored(w http.ResponseWriter, r *http.Request, v storage.Version) bool {
-	err := h.Objects.ObjectRecord(r.Context(), v)
+func (h *Objects) recordStored(w http.ResponseWriter, r *http.Request, v storage.Version) bool {
+	err := h.ledger.ObjectRecord(r.Context(), v)
 	if err == nil {
 		return true
 	}
-	if d, ok := h.Store.(storage.Deleter); ok {
+	if d, ok := h.store.(storage.Deleter); ok {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), StoreDeleteTimeout)
 		defer cancel()
 		if derr := d.Delete(ctx, v); derr != nil {
-			h.Log.ErrorContext(ctx, "unrecorded upload left in the store", "key", v.Key, "version_id", v.VersionID, "err", derr)
+			h.log.ErrorContext(ctx, "unrecorded upload left in the store", "key", v.Key, "version_id", v.VersionID, "err", derr)
 		}
 	}
-	problem.Fail(h.Log, w, r, err, problem.NotFound, "key", v.Key, "version_id", v.VersionID)
+	problem.Fail(h.log, w, r, err, problem.NotFound, "key", v.Key, "version_id", v.VersionID)
 	return false
 }
 
@@ -72,7 +81,7 @@ func validPathKey(key string) bool {
 
 // DeleteObject serves DELETE /v1/objects/{key}?version_id=…[&force=…]
 // [&bucket=…] (ObjectDelete).
-func (h *Handler) DeleteObject(w http.ResponseWriter, r *http.Request) {
+func (h *Objects) DeleteObject(w http.ResponseWriter, r *http.Request) {
 	key, ok := pathKey(r)
 	if !ok {
 		problem.Write(w, r, problem.InvalidKey, pathKeyRules)
@@ -88,7 +97,7 @@ func (h *Handler) DeleteObject(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := h.ObjectDelete(r.Context(), req); err != nil {
-		h.writeError(w, r, err, problem.VersionNotStored, "key", key, "version_id", req.VersionID)
+		writeError(h.log, w, r, err, problem.VersionNotStored, "key", key, "version_id", req.VersionID)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -112,7 +121,7 @@ type ObjectDeleteRequest struct {
 // store failure is returned (502/504) and leaves the deletion to the
 // sweeper, which retries it. Errors: *Refusal, the ledger's and the
 // store's.
-func (h *Handler) ObjectDelete(ctx context.Context, req ObjectDeleteRequest) error {
+func (h *Objects) ObjectDelete(ctx context.Context, req ObjectDeleteRequest) error {
 	key, vid := req.Key, req.VersionID
 	if !validPathKey(key) {
 		return refuse(problem.InvalidKey, "key", pathKeyRules)
@@ -120,28 +129,28 @@ func (h *Handler) ObjectDelete(ctx context.Context, req ObjectDeleteRequest) err
 	if vid == "" {
 		return badRequest("version_id", "version_id is required: the gateway deletes one version at a time.")
 	}
-	deleter, ok := h.Store.(storage.Deleter)
+	deleter, ok := h.store.(storage.Deleter)
 	if !ok {
 		return refuse(problem.DeleteUnsupported, "", "")
 	}
 	// The store names the bucket that "" stands for; the ledger records
 	// versions by their real bucket.
-	v, err := h.Store.Stat(ctx, storage.Ref{Bucket: req.Bucket, Key: key, VersionID: vid})
+	v, err := h.store.Stat(ctx, storage.Ref{Bucket: req.Bucket, Key: key, VersionID: vid})
 	if errors.Is(err, storage.ErrNotFound) {
-		h.Log.InfoContext(ctx, "object deletion refused", "key", key, "version_id", vid, "reason", "not in the store")
+		h.log.InfoContext(ctx, "object deletion refused", "key", key, "version_id", vid, "reason", "not in the store")
 		return refuse(problem.VersionNotStored, "", "")
 	}
 	if err != nil {
 		return err
 	}
-	d, err := h.Objects.DeletionBegin(ctx, v.Bucket, v.Key, v.VersionID, req.Force)
+	d, err := h.ledger.DeletionBegin(ctx, v.Bucket, v.Key, v.VersionID, req.Force)
 	var pinned *ledger.PinnedError
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
-		h.Log.InfoContext(ctx, "object deletion refused", "key", key, "version_id", vid, "reason", "not stored by the gateway")
+		h.log.InfoContext(ctx, "object deletion refused", "key", key, "version_id", vid, "reason", "not stored by the gateway")
 		return refuse(problem.VersionNotStored, "", "")
 	case errors.As(err, &pinned):
-		h.Log.InfoContext(ctx, "object deletion refused", "key", key, "version_id", vid, "reason", "pinned",
+		h.log.InfoContext(ctx, "object deletion refused", "key", key, "version_id", vid, "reason", "pinned",
 			"live_links", pinned.Links, "live_sessions", pinned.Sessions)
 		return refuse(problem.ObjectPinned, "force", fmt.Sprintf("%s and %s pin this version; revoke them first or pass force=true.",
 			count(pinned.Links, "live link"), count(pinned.Sessions, "live session")))
@@ -151,10 +160,10 @@ func (h *Handler) ObjectDelete(ctx context.Context, req ObjectDeleteRequest) err
 	dctx, cancel := context.WithTimeout(ctx, StoreDeleteTimeout)
 	defer cancel()
 	if err := h.DeleteVersion(dctx, deleter, *d); err != nil {
-		h.Log.WarnContext(ctx, "object deletion left to the sweeper", "key", key, "version_id", vid, "err", err)
+		h.log.WarnContext(ctx, "object deletion left to the sweeper", "key", key, "version_id", vid, "err", err)
 		return err
 	}
-	h.Log.InfoContext(ctx, "object deleted", "key", v.Key, "version_id", v.VersionID, "forced", req.Force)
+	h.log.InfoContext(ctx, "object deleted", "key", v.Key, "version_id", v.VersionID, "forced", req.Force)
 	return nil
 }
 
@@ -162,20 +171,20 @@ func (h *Handler) ObjectDelete(ctx context.Context, req ObjectDeleteRequest) err
 // to the ledger. A version the store no longer has, or an S3 "null"
 // version that another object replaced, is gone: that is success, not a
 // failure to retry.
-func (h *Handler) DeleteVersion(ctx context.Context, deleter storage.Deleter, d ledger.Deletion) error {
+func (h *Objects) DeleteVersion(ctx context.Context, deleter storage.Deleter, d ledger.Deletion) error {
 	o := d.Object
 	err := deleter.Delete(ctx, o)
 	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrChanged) {
-		h.Log.InfoContext(ctx, "object version already gone from the store", "key", o.Key, "version_id", o.VersionID, "err", err)
+		h.log.InfoContext(ctx, "object version already gone from the store", "key", o.Key, "version_id", o.VersionID, "err", err)
 		err = nil
 	}
 	// The report outlives a canceled request: the store's answer is
 	// known and must not be lost.
-	if ferr := h.Objects.DeletionFinish(context.WithoutCancel(ctx), d, err); ferr != nil {
+	if ferr := h.ledger.DeletionFinish(context.WithoutCancel(ctx), d, err); ferr != nil {
 		if err == nil {
 			return ferr
 		}
-		h.Log.WarnContext(ctx, "object deletion outcome not recorded", "key", o.Key, "version_id", o.VersionID, "err", ferr)
+		h.log.WarnContext(ctx, "object deletion outcome not recorded", "key", o.Key, "version_id", o.VersionID, "err", ferr)
 	}
 	return err
 }
@@ -189,7 +198,7 @@ func count(n int, noun string) string {
 }
 
 // PutObject streams the request body into the store (SPEC §6).
-func (h *Handler) PutObject(w http.ResponseWriter, r *http.Request) {
+func (h *Objects) PutObject(w http.ResponseWriter, r *http.Request) {
 	key, ok := pathKey(r)
 	if !ok {
 		problem.Write(w, r, problem.InvalidKey, pathKeyRules)
@@ -200,21 +209,21 @@ func (h *Handler) PutObject(w http.ResponseWriter, r *http.Request) {
 	if ct == "" || strings.ContainsAny(ct, "\r\n") || len(ct) > 255 {
 		ct = "application/octet-stream"
 	}
-	v, err := h.Store.Put(r.Context(), r.URL.Query().Get("bucket"), key, r.Body, size, ct)
+	v, err := h.store.Put(r.Context(), r.URL.Query().Get("bucket"), key, r.Body, size, ct)
 	if err != nil {
 		if _, known := problem.For(err); !known {
 			// Not a storage failure: the upload body itself was short,
 			// too long or broke off. Nothing was stored.
-			h.Log.InfoContext(r.Context(), "upload refused", "key", key, "err", err)
+			h.log.InfoContext(r.Context(), "upload refused", "key", key, "err", err)
 			problem.Write(w, r, problem.BadRequest, "The upload body did not match its declared length or broke off; nothing was stored.")
 			return
 		}
-		problem.Fail(h.Log, w, r, err, problem.NotFound)
+		problem.Fail(h.log, w, r, err, problem.NotFound)
 		return
 	}
 	if !h.recordStored(w, r, v) {
 		return
 	}
-	h.Log.InfoContext(r.Context(), "object stored", "key", v.Key, "version_id", v.VersionID, "bytes", v.Size, "sha256", v.SHA256)
+	h.log.InfoContext(r.Context(), "object stored", "key", v.Key, "version_id", v.VersionID, "bytes", v.Size, "sha256", v.SHA256)
 	httpx.WriteJSON(w, http.StatusCreated, httpx.ObjectOf(v))
 }

@@ -21,7 +21,7 @@ func OpenAPI() []byte { return slices.Clone(openAPIDoc) }
 
 // ServeOpenAPI serves the document without a token: it describes the
 // API, it grants nothing.
-func (h *Handler) ServeOpenAPI(w http.ResponseWriter, r *http.Request) {
+func ServeOpenAPI(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
 	hd.Set("Content-Type", "application/json")
 	hd.Set("Content-Length", strconv.Itoa(len(openAPIDoc)))

@@ -10,7 +10,7 @@ import (
 // Pprof serves Go's profiler under /debug/pprof/ on the admin
 // listener only, behind the admin token: profiles reveal memory contents
 // and cost CPU, so they are never on the public listener.
-func (h *Handler) Pprof(w http.ResponseWriter, r *http.Request) {
+func Pprof(w http.ResponseWriter, r *http.Request) {
 	switch mux.Vars(r)["profile"] {
 	case "cmdline":
 		pprof.Cmdline(w, r)

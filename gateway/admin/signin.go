@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"log/slog"
 	"net/http"
-	"strconv"
 
 	"github.com/dlgate/dlgate/apikey"
 	"github.com/dlgate/dlgate/gateway/httpx"
@@ -25,16 +24,16 @@ import (
 
 // Throttled returns the 429 of r's address while it is under penalty for
 // failed authentications, nil otherwise. It reads no credential.
-func (h *Handler) Throttled(r *http.Request) *Refusal {
-	v := h.auth
+func (a *Auth) Throttled(r *http.Request) *Refusal {
+	v := a.v
 	if v.lim.Quiet() {
 		return nil
 	}
-	p, ok := v.lim.Throttled(v.lim.AddrKey(h.ClientAddr(r), authKind), h.Now())
+	p, ok := v.lim.Throttled(v.lim.AddrKey(a.clientAddr(r), authKind), a.clock())
 	if !ok {
 		return nil
 	}
-	h.Metrics.AdminAuthThrottled.Inc()
+	a.metrics.AdminAuthThrottled.Inc()
 	return &Refusal{Problem: problem.TooManyAuthFailures, RetryAfter: retryAfter(p.Left)}
 }
 
@@ -43,19 +42,19 @@ func (h *Handler) Throttled(r *http.Request) *Refusal {
 // address is under penalty it is refused unread (429); an unknown,
 // malformed, revoked or expired key is a 401 that counts toward the
 // penalty. Errors: *Refusal, the ledger's (ErrUnavailable).
-func (h *Handler) SignIn(r *http.Request, key string) (Principal, error) {
-	if ref := h.Throttled(r); ref != nil {
+func (a *Auth) SignIn(r *http.Request, key string) (Principal, error) {
+	if ref := a.Throttled(r); ref != nil {
 		return Principal{}, ref
 	}
-	now := h.Now()
-	p, fail, err := h.auth.verify(r.Context(), "Bearer "+key, now)
+	now := a.clock()
+	p, fail, err := a.v.verify(r.Context(), "Bearer "+key, now)
 	if err != nil {
 		return Principal{}, err
 	}
 	if fail != nil {
-		return Principal{}, h.countFailure(r, fail, "console sign-in failed")
+		return Principal{}, a.countFailure(r, fail, "console sign-in failed")
 	}
-	h.TouchKey(r.Context(), p)
+	a.TouchKey(r.Context(), p)
 	return p, nil
 }
 
@@ -65,12 +64,12 @@ func (h *Handler) SignIn(r *http.Request, key string) (Principal, error) {
 // do). The console calls it for each request of a signed-in session, so a
 // key used only through the console shows when it was last used, not
 // when it signed in. The bootstrap token has no row.
-func (h *Handler) TouchKey(ctx context.Context, p Principal) {
-	if p.Bootstrap || p.KeyID == ledger.BootstrapKeyID || !h.auth.due(p.KeyID, h.Now()) {
+func (a *Auth) TouchKey(ctx context.Context, p Principal) {
+	if p.Bootstrap || p.KeyID == ledger.BootstrapKeyID || !a.v.due(p.KeyID, a.clock()) {
 		return
 	}
-	if _, err := h.auth.keys.KeyTouch(ctx, p.KeyID); err != nil {
-		h.Log.WarnContext(ctx, "key last use not recorded", "key_id", p.KeyID, "err", err)
+	if _, err := a.v.keys.KeyTouch(ctx, p.KeyID); err != nil {
+		a.log.WarnContext(ctx, "key last use not recorded", "key_id", p.KeyID, "err", err)
 	}
 }
 
@@ -95,13 +94,13 @@ const (
 // apikey.NewSession's) and its SHA-256, the only form the ledger stores.
 // For the bootstrap token the secret is bound to the token configured
 // now (see above); for a key it is 32 random bytes.
-func (h *Handler) NewConsoleSession(p Principal) (secret string, hash []byte) {
+func (a *Auth) NewConsoleSession(p Principal) (secret string, hash []byte) {
 	if !p.Bootstrap {
 		return apikey.NewSession()
 	}
 	var raw [sessionNonceLen + sessionMACLen]byte
 	rand.Read(raw[:sessionNonceLen]) // never fails (Go 1.24+)
-	copy(raw[sessionNonceLen:], h.sessionMAC(raw[:sessionNonceLen]))
+	copy(raw[sessionNonceLen:], a.sessionMAC(raw[:sessionNonceLen]))
 	secret = base64.RawURLEncoding.EncodeToString(raw[:])
 	return secret, apikey.Hash(secret)
 }
@@ -111,18 +110,18 @@ func (h *Handler) NewConsoleSession(p Principal) (secret string, hash []byte) {
 // token this process is configured with now: false once the token was
 // replaced (or when there is none), and for a session opened before
 // sessions were bound. Compared in constant time.
-func (h *Handler) ConsoleSessionBound(secret string) bool {
+func (a *Auth) ConsoleSessionBound(secret string) bool {
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(secret)
-	if err != nil || len(raw) != sessionNonceLen+sessionMACLen || h.auth.bootstrap == "" {
+	if err != nil || len(raw) != sessionNonceLen+sessionMACLen || a.v.bootstrap == "" {
 		return false
 	}
-	return hmac.Equal(raw[sessionNonceLen:], h.sessionMAC(raw[:sessionNonceLen]))
+	return hmac.Equal(raw[sessionNonceLen:], a.sessionMAC(raw[:sessionNonceLen]))
 }
 
 // sessionMAC is the MAC binding a bootstrap session's nonce to the
 // configured token.
-func (h *Handler) sessionMAC(nonce []byte) []byte {
-	m := hmac.New(sha256.New, []byte(h.auth.bootstrap))
+func (a *Auth) sessionMAC(nonce []byte) []byte {
+	m := hmac.New(sha256.New, []byte(a.v.bootstrap))
 	m.Write([]byte("dlgate console session\x00"))
 	m.Write(nonce)
 	return m.Sum(nil)[:sessionMACLen]
@@ -131,19 +130,19 @@ func (h *Handler) sessionMAC(nonce []byte) []byte {
 // RefuseSession counts a console cookie that opens no session (signed
 // out, expired, its key revoked, or never one) as a failed
 // authentication of r's address, and returns its 401.
-func (h *Handler) RefuseSession(r *http.Request) *Refusal {
-	return h.countFailure(r, &failure{reason: "session", presented: true}, "console session refused")
+func (a *Auth) RefuseSession(r *http.Request) *Refusal {
+	return a.countFailure(r, &failure{reason: "session", presented: true}, "console session refused")
 }
 
 // countFailure counts f against r's address, logs it and returns the 401.
-func (h *Handler) countFailure(r *http.Request, f *failure, msg string) *Refusal {
-	now := h.Now()
-	h.Metrics.AdminAuthFailures.WithLabelValues(f.reason).Inc()
-	h.Log.LogAttrs(r.Context(), slog.LevelDebug, msg, slog.String("reason", f.reason))
-	key := h.auth.lim.AddrKey(h.ClientAddr(r), authKind)
-	if p, started := h.auth.lim.Refused(key, now, 1); started {
-		h.Metrics.AdminAuthPenalties.Inc()
-		h.Log.LogAttrs(r.Context(), slog.LevelWarn, "admin authentication throttled", slog.String("client", h.ClientAddr(r).String()),
+func (a *Auth) countFailure(r *http.Request, f *failure, msg string) *Refusal {
+	now := a.clock()
+	a.metrics.AdminAuthFailures.WithLabelValues(f.reason).Inc()
+	a.log.LogAttrs(r.Context(), slog.LevelDebug, msg, slog.String("reason", f.reason))
+	key := a.v.lim.AddrKey(a.clientAddr(r), authKind)
+	if p, started := a.v.lim.Refused(key, now, 1); started {
+		a.metrics.AdminAuthPenalties.Inc()
+		a.log.LogAttrs(r.Context(), slog.LevelWarn, "admin authentication throttled", slog.String("client", a.clientAddr(r).String()),
 			slog.Int("strike", p.Strike), slog.Int("retry_after", retryAfter(p.Left)))
 	}
 	return &Refusal{Problem: problem.AdminUnauthorized}
@@ -154,27 +153,14 @@ func (h *Handler) countFailure(r *http.Request, f *failure, msg string) *Refusal
 // so that the changes a core then makes are audited as p's, or the 403
 // insufficient-scope naming sc. The console calls it for each request of
 // a signed-in session, as RequireScope does for a bearer.
-func (h *Handler) Allow(r *http.Request, p Principal, sc apikey.Scope) (context.Context, *Refusal) {
+func (a *Auth) Allow(r *http.Request, p Principal, sc apikey.Scope) (context.Context, *Refusal) {
 	if info := httpx.InfoOf(r); info != nil {
 		info.Actor = p.KeyID
 	}
 	if !p.Scopes.Has(sc) {
-		h.Log.InfoContext(r.Context(), "console request refused", "reason", "insufficient_scope", "key_id", p.KeyID, "scope", string(sc))
+		a.log.InfoContext(r.Context(), "console request refused", "reason", "insufficient_scope", "key_id", p.KeyID, "scope", string(sc))
 		return nil, &Refusal{Problem: problem.InsufficientScope, Detail: "This key does not hold the scope " + string(sc) + ", which this request needs."}
 	}
 	ctx := ledger.WithActor(r.Context(), ledger.Actor{KeyID: p.KeyID, KeyName: p.KeyName, RequestID: httpx.RequestID(r)})
 	return WithPrincipal(ctx, p), nil
-}
-
-// PrincipalOfKey is who a console session's key is.
-func PrincipalOfKey(k ledger.Key) Principal {
-	return Principal{KeyID: k.ID, KeyName: k.Name, Scopes: k.Scopes, Bootstrap: k.ID == ledger.BootstrapKeyID}
-}
-
-// RetryAfterHeader is a Refusal's Retry-After value, "" for none.
-func (e *Refusal) RetryAfterHeader() string {
-	if e.RetryAfter <= 0 {
-		return ""
-	}
-	return strconv.Itoa(e.RetryAfter)
 }

@@ -45,7 +45,7 @@ func (h *Handler) Audit(w http.ResponseWriter, r *http.Request) {
 		api.Set("cursor", c)
 	}
 	data := auditPage{Filter: filter}
-	page, err := h.Admin.AuditList(r.Context(), api)
+	page, err := h.Admin.Audit.AuditList(r.Context(), api)
 	if ref, ok := admin.RefusalOf(err); ok {
 		data.Error = ref.Detail
 		h.render(w, r, ref.Problem.Status, "audit", data)

@@ -46,8 +46,8 @@ const CSP = "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'"
 
 // Config is what the console needs; every field but Uploads is required.
 type Config struct {
-	// Admin is the admin API's handler: its cores do every operation,
-	// its verifier checks sign-ins and its throttle counts failures.
+	// Admin is the admin API's handlers: their cores do every operation,
+	// and its Auth checks sign-ins and counts failures.
 	Admin *admin.Handler
 	// Sessions keeps the console sessions (in the ledger, so every
 	// process serves them).
@@ -118,7 +118,7 @@ func (h *Handler) Require(sc apikey.Scope, next http.Handler) http.Handler {
 		if !ok {
 			return
 		}
-		ctx, ref := h.Admin.Allow(r, admin.PrincipalOfKey(s.Key), sc)
+		ctx, ref := h.Admin.Auth.Allow(r, admin.PrincipalOfKey(s.Key), sc)
 		if ref != nil {
 			// The refusal's page shows the session (its navigation,
 			// sign-out), which is live: only this page is not the key's.

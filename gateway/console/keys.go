@@ -37,7 +37,7 @@ func (h *Handler) renderKeys(w http.ResponseWriter, r *http.Request, status int,
 	if c := r.URL.Query().Get("cursor"); c != "" {
 		q.Set("cursor", c)
 	}
-	page, err := h.Admin.KeyList(r.Context(), q)
+	page, err := h.Admin.Keys.KeyList(r.Context(), q)
 	if err != nil {
 		h.failErr(w, r, err, problem.NotFound)
 		return
@@ -70,7 +70,7 @@ func (h *Handler) KeyCreate(w http.ResponseWriter, r *http.Request) {
 		secs := n * 86400
 		req.ExpiresIn = &secs
 	}
-	k, err := h.Admin.KeyCreate(r.Context(), req)
+	k, err := h.Admin.Keys.KeyCreate(r.Context(), req)
 	if ref, ok := admin.RefusalOf(err); ok && ref.Field != "" {
 		data.Errors[ref.Field] = ref.Detail
 		h.renderKeys(w, r, ref.Problem.Status, data)
@@ -99,7 +99,7 @@ func (keyRevokePage) title() string { return "Revoke a key" }
 // none).
 func (h *Handler) KeyRevokeConfirm(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
-	k, err := h.Admin.APIKeys.KeyGet(r.Context(), id)
+	k, err := h.Admin.Keys.KeyGet(r.Context(), id)
 	if err != nil {
 		h.failErr(w, r, err, problem.NotFound)
 		return
@@ -111,7 +111,7 @@ func (h *Handler) KeyRevokeConfirm(w http.ResponseWriter, r *http.Request) {
 // KeyRevoke, which also ends the key's console sessions (this one, when
 // it revokes its own key).
 func (h *Handler) KeyRevoke(w http.ResponseWriter, r *http.Request) {
-	if err := h.Admin.KeyRevoke(r.Context(), mux.Vars(r)["id"]); err != nil {
+	if err := h.Admin.Keys.KeyRevoke(r.Context(), mux.Vars(r)["id"]); err != nil {
 		h.failErr(w, r, err, problem.NotFound)
 		return
 	}

@@ -44,7 +44,7 @@ const pageLimit = 50
 func (h *Handler) Link(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
 	ctx := r.Context()
-	l, err := h.Admin.LinkShow(ctx, id)
+	l, err := h.Admin.Links.LinkShow(ctx, id)
 	if err != nil {
 		h.failErr(w, r, err, problem.NotFound)
 		return
@@ -58,7 +58,7 @@ func (h *Handler) Link(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lim := url.Values{"limit": {strconv.Itoa(pageLimit)}}
-	if data.Grants, err = h.Admin.GrantList(ctx, id, lim); err != nil {
+	if data.Grants, err = h.Admin.Links.GrantList(ctx, id, lim); err != nil {
 		h.failErr(w, r, err, problem.NotFound)
 		return
 	}
@@ -71,7 +71,7 @@ func (h *Handler) Link(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if sessionOf(r).Key.Scopes.Has(apikey.AuditRead) {
-		a, err := h.Admin.AuditList(ctx, url.Values{"target_id": {id}, "limit": {strconv.Itoa(pageLimit)}})
+		a, err := h.Admin.Audit.AuditList(ctx, url.Values{"target_id": {id}, "limit": {strconv.Itoa(pageLimit)}})
 		if err != nil {
 			h.failErr(w, r, err, problem.NotFound)
 			return
@@ -116,7 +116,7 @@ func (h *Handler) LinkRevokeConfirm(w http.ResponseWriter, r *http.Request) {
 // LinkRevoke, audited as the session's key; then the link's page.
 func (h *Handler) LinkRevoke(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
-	if _, err := h.Admin.LinkRevoke(r.Context(), id); err != nil {
+	if _, err := h.Admin.Links.LinkRevoke(r.Context(), id); err != nil {
 		h.failErr(w, r, err, problem.NotFound)
 		return
 	}
@@ -143,7 +143,7 @@ func (h *Handler) AllowanceAdd(w http.ResponseWriter, r *http.Request) {
 		h.linkActionStatus(w, r, "link_allowance", data, http.StatusBadRequest)
 		return
 	}
-	_, err = h.Admin.AllowanceAdd(r.Context(), id, admin.AllowanceRequest{Add: n, Reason: data.Reason})
+	_, err = h.Admin.Links.AllowanceAdd(r.Context(), id, admin.AllowanceRequest{Add: n, Reason: data.Reason})
 	if ref, ok := admin.RefusalOf(err); ok && ref.Field != "" {
 		data.Errors[ref.Field] = ref.Detail
 		h.linkActionStatus(w, r, "link_allowance", data, ref.Problem.Status)
@@ -161,7 +161,7 @@ func (h *Handler) linkAction(w http.ResponseWriter, r *http.Request, page string
 }
 
 func (h *Handler) linkActionStatus(w http.ResponseWriter, r *http.Request, page string, data linkActionPage, status int) {
-	l, err := h.Admin.LinkShow(r.Context(), mux.Vars(r)["id"])
+	l, err := h.Admin.Links.LinkShow(r.Context(), mux.Vars(r)["id"])
 	if err != nil {
 		h.failErr(w, r, err, problem.NotFound)
 		return
@@ -176,7 +176,7 @@ func (h *Handler) SessionRevoke(w http.ResponseWriter, r *http.Request) {
 	if !h.parseForm(w, r) {
 		return
 	}
-	if err := h.Admin.SessionRevoke(r.Context(), mux.Vars(r)["id"]); err != nil {
+	if err := h.Admin.Sessions.SessionRevoke(r.Context(), mux.Vars(r)["id"]); err != nil {
 		h.failErr(w, r, err, problem.NotFound)
 		return
 	}

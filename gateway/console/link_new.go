@@ -84,7 +84,7 @@ func (h *Handler) LinkCreate(w http.ResponseWriter, r *http.Request) {
 		h.renderNewLink(w, r, http.StatusBadRequest, data)
 		return
 	}
-	l, _, err := h.Admin.LinkCreate(r.Context(), req, idem, idem != "")
+	l, _, err := h.Admin.Links.LinkCreate(r.Context(), req, idem, idem != "")
 	if ref, ok := admin.RefusalOf(err); ok {
 		field := ref.Field
 		if !contains(newLinkFields, field) {

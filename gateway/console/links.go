@@ -50,7 +50,7 @@ func (h *Handler) Links(w http.ResponseWriter, r *http.Request) {
 	}
 	api.Set("limit", "50")
 	data := linksPage{Filter: filter, Errors: map[string]string{}}
-	page, err := h.Admin.LinkList(r.Context(), api)
+	page, err := h.Admin.Links.LinkList(r.Context(), api)
 	if ref, ok := admin.RefusalOf(err); ok {
 		if contains(linkFilters, ref.Field) {
 			data.Errors[ref.Field] = ref.Detail // beside its field

@@ -96,7 +96,7 @@ func (h *Handler) ObjectDelete(w http.ResponseWriter, r *http.Request) {
 	}
 	f := r.PostForm
 	req := admin.ObjectDeleteRequest{Bucket: f.Get("bucket"), Key: f.Get("key"), VersionID: f.Get("version_id"), Force: f.Get("force") != ""}
-	err := h.Admin.ObjectDelete(r.Context(), req)
+	err := h.Admin.Objects.ObjectDelete(r.Context(), req)
 	if ref, ok := admin.RefusalOf(err); ok && ref.Problem.Type == problem.ObjectPinned.Type {
 		o, found := h.findObject(w, r, req.Bucket, req.Key, req.VersionID)
 		if !found {

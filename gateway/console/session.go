@@ -21,9 +21,9 @@ import (
 // console and a sign-out, which deletes the row, ends it on all of them
 // at once. A session of the bootstrap token also ends, for a process, once
 // that process runs with another GATEWAY_ADMIN_TOKEN: its secret carries a
-// MAC by the token it was opened with (admin.Handler.NewConsoleSession).
+// MAC by the token it was opened with (admin.Auth.NewConsoleSession).
 // Each request of a session counts as a use of its key (last_used_at, at
-// most once a minute: admin.Handler.TouchKey).
+// most once a minute: admin.Auth.TouchKey).
 
 // CookieName is the console session's cookie.
 const CookieName = "dlgate_console"
@@ -44,7 +44,7 @@ func sessionOf(r *http.Request) *ledger.ConsoleSession {
 // gets 401. A cookie that opens no session counts as a failed
 // authentication, as a wrong key does, and is cleared.
 func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*ledger.ConsoleSession, bool) {
-	if ref := h.Admin.Throttled(r); ref != nil {
+	if ref := h.Admin.Auth.Throttled(r); ref != nil {
 		h.refuse(w, r, ref)
 		return nil, false
 	}
@@ -60,15 +60,15 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*ledger.Conso
 		err = ledger.ErrNotFound
 	}
 	// A session of the bootstrap token is bound to the token it was
-	// opened with (admin.Handler.NewConsoleSession): once
+	// opened with (admin.Auth.NewConsoleSession): once
 	// GATEWAY_ADMIN_TOKEN is replaced, it has ended for this process.
-	if err == nil && s.Key.ID == ledger.BootstrapKeyID && !h.Admin.ConsoleSessionBound(c.Value) {
+	if err == nil && s.Key.ID == ledger.BootstrapKeyID && !h.Admin.Auth.ConsoleSessionBound(c.Value) {
 		err = ledger.ErrNotFound
 	}
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 		clearCookie(w, r)
-		ref := h.Admin.RefuseSession(r)
+		ref := h.Admin.Auth.RefuseSession(r)
 		ref.Detail = "This console session has ended (signed out, 12 hours after sign-in, an hour unused, its key revoked, or the admin token it was opened with replaced). Sign in again."
 		h.signInFirst(w, r, ref)
 		return nil, false
@@ -77,7 +77,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*ledger.Conso
 		return nil, false
 	}
 	// A request of the console is a use of its key, as a bearer's is.
-	h.Admin.TouchKey(r.Context(), admin.PrincipalOfKey(s.Key))
+	h.Admin.Auth.TouchKey(r.Context(), admin.PrincipalOfKey(s.Key))
 	return s, true
 }
 

@@ -25,7 +25,7 @@ func (h *Handler) SignInPage(w http.ResponseWriter, r *http.Request) {
 
 // SignIn serves POST /console/sign-in (form field key, the bootstrap
 // token or an API key): the key is verified exactly as a bearer of the
-// admin API (admin.SignIn: throttle, constant-time comparison, lookup),
+// admin API (admin.Auth.SignIn: throttle, constant-time comparison, lookup),
 // a failure counting toward the same penalty, and a console session is
 // opened in the ledger for it; the answer sets the session's cookie and
 // goes on to next, or to the first page the key's scopes open
@@ -35,7 +35,7 @@ func (h *Handler) SignIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := r.PostForm.Get("next")
-	p, err := h.Admin.SignIn(r, r.PostForm.Get("key"))
+	p, err := h.Admin.Auth.SignIn(r, r.PostForm.Get("key"))
 	if ref, ok := admin.RefusalOf(err); ok {
 		if v := ref.RetryAfterHeader(); v != "" {
 			w.Header().Set("Retry-After", v)
@@ -51,7 +51,7 @@ func (h *Handler) SignIn(w http.ResponseWriter, r *http.Request) {
 		h.failErr(w, r, err, problem.AdminUnauthorized)
 		return
 	}
-	secret, hash := h.Admin.NewConsoleSession(p)
+	secret, hash := h.Admin.Auth.NewConsoleSession(p)
 	if _, err := h.Sessions.ConsoleSessionCreate(r.Context(), p.KeyID, hash); err != nil {
 		if errors.Is(err, ledger.ErrRefused) || errors.Is(err, ledger.ErrNotFound) {
 			// Revoked between the check and the session: as refused.

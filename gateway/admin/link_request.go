@@ -2,16 +2,17 @@ package admin
 
 import (
 	"fmt"
-	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/dlgate/dlgate/gateway/httpx"
-	"github.com/dlgate/dlgate/gateway/problem"
 	"github.com/dlgate/dlgate/ledger"
-	"github.com/dlgate/dlgate/token"
 )
+
+// What a request about links says, and its rules: the body of POST
+// /v1/links and the query of GET /v1/links.
 
 // createLinkRequest is the body of POST /v1/links (SPEC §6).
 type createLinkRequest struct {
@@ -39,80 +40,11 @@ type sessionRequest struct {
 	MaxConcurrency int   `json:"max_concurrency"`
 }
 
-// linkBody is a link as the admin API shows it.
-type linkBody struct {
-	ID        string          `json:"id"`
-	URL       string          `json:"url"`
-	NamedURL  string          `json:"named_url"`
-	Token     string          `json:"token"`
-	Downloads int             `json:"downloads"`
-	Remaining int             `json:"remaining"`
-	ExpiresAt string          `json:"expires_at"`
-	RevokedAt *string         `json:"revoked_at"`
-	CreatedAt string          `json:"created_at"`
-	Delivery  string          `json:"delivery"`
-	Confirm   bool            `json:"confirm"`
-	Retries   int             `json:"retries"`
-	AccountID *string         `json:"account_id"`
-	Filename  string          `json:"filename"`
-	Object    httpx.Object    `json:"object"`
-	Session   sessionRequest  `json:"session"`
-	Grants    *map[string]int `json:"grants,omitempty"`
-	// Deliveries counts the grants by delivery status (SPEC §1): none,
-	// partial, complete.
-	Deliveries     *map[ledger.DeliveryStatus]int `json:"deliveries,omitempty"`
-	ActiveSessions *int                           `json:"active_sessions,omitempty"`
-}
-
-func (h *Handler) linkBody(l *ledger.Link) linkBody {
-	// The stored hash names the secret the link was made under, so after a
-	// rotation `links show` still answers the URL that works.
-	tok, _ := h.Keys.Match(token.Link, l.ID, l.TokenHash)
-	b := linkBody{
-		ID: l.ID, URL: h.PublicURL + "/d/" + tok, NamedURL: h.PublicURL + "/d/" + tok + "/" + httpx.URLName(l.Filename, l.Object.Key), Token: tok, Downloads: l.Allowance, Remaining: l.Remaining,
-		ExpiresAt: httpx.RFC3339(l.ExpiresAt), CreatedAt: httpx.RFC3339(l.CreatedAt), Delivery: l.Delivery, Confirm: l.Confirm,
-		Retries: l.Retries, Filename: l.Filename,
-		Object: httpx.ObjectOf(l.Object),
-	}
-	if l.AccountID != "" {
-		b.AccountID = &l.AccountID
-	}
-	if l.RevokedAt != nil {
-		t := httpx.RFC3339(*l.RevokedAt)
-		b.RevokedAt = &t
-	}
-	// Show the effective session settings, defaults resolved.
-	d := h.sessionDefaults(l)
-	ttl, budget, slots := d.Resolve(l.Object.Size)
-	b.Session = sessionRequest{TTL: int64(ttl / time.Second), ByteBudget: budget, MaxConcurrency: slots}
-	return b
-}
-
 // maxDownloads bounds one link's allowance; far beyond any real use.
 const maxDownloads = 1_000_000
 
 // lastExpiry is the latest expires_at every database can store.
 var lastExpiry = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
-
-// CreateLink serves POST /v1/links (SPEC §6) (LinkCreate): 201 with the
-// new link, 200 with the one an Idempotency-Key already made.
-func (h *Handler) CreateLink(w http.ResponseWriter, r *http.Request) {
-	var req createLinkRequest
-	if !decodeJSON(w, r, &req) {
-		return
-	}
-	_, keyGiven := r.Header["Idempotency-Key"]
-	l, created, err := h.LinkCreate(r.Context(), req, r.Header.Get("Idempotency-Key"), keyGiven)
-	if err != nil {
-		h.writeError(w, r, err, problem.NotFound)
-		return
-	}
-	status := http.StatusCreated
-	if !created {
-		status = http.StatusOK
-	}
-	httpx.WriteJSON(w, status, l)
-}
 
 // validate returns the field and one-line reason that make the request
 // unacceptable, or two empty strings.
@@ -166,3 +98,46 @@ func (req *createLinkRequest) validate(now time.Time) (field, detail string) {
 	}
 	return "", ""
 }
+
+// listParams are the query parameters of GET /v1/links (SPEC §6). Any
+// other is refused: a misspelt filter would otherwise list every link.
+var listParams = []string{"cursor", "limit", "account", "object_key", "state", "created_after", "created_before"}
+
+// parseListQuery reads GET /v1/links's query into a ledger query, or
+// returns the 400 naming the parameter. The cursor is checked by the
+// ledger, which alone knows its format.
+func parseListQuery(v url.Values) (ledger.ListQuery, *Refusal) {
+	var q ledger.ListQuery
+	if d := checkParams(v, listParams); d != "" {
+		return q, badRequest("", d)
+	}
+	q.Cursor = v.Get("cursor")
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > ledger.MaxListLimit {
+			return q, badRequest("limit", fmt.Sprintf("limit must be a whole number between 1 and %d.", ledger.MaxListLimit))
+		}
+		q.Limit = n
+	}
+	q.AccountID = v.Get("account")
+	if len(q.AccountID) > 255 || strings.ContainsFunc(q.AccountID, isControl) {
+		return q, badRequest("account", "account must be at most 255 bytes (of UTF-8, not characters) without control characters.")
+	}
+	q.ObjectKey = v.Get("object_key")
+	if len(q.ObjectKey) > 1024 {
+		return q, badRequest("object_key", "object_key must be at most 1024 bytes.")
+	}
+	if s := v.Get("state"); s != "" {
+		st, err := ledger.ParseLinkState(s)
+		if err != nil {
+			return q, badRequest("state", "state must be one of active, exhausted, expired, revoked.")
+		}
+		q.State = st
+	}
+	if name, detail := parseTimes(v, timeParam{"created_after", &q.CreatedAfter}, timeParam{"created_before", &q.CreatedBefore}); detail != "" {
+		return q, badRequest(name, detail)
+	}
+	return q, nil
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
