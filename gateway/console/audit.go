@@ -10,6 +10,9 @@ import (
 	"github.com/dlgate/dlgate/gateway/problem"
 )
 
+// AuditPages serves the audit trail's page.
+type AuditPages struct{ *site }
+
 // auditPage is the data of templates/audit.html.
 type auditPage struct {
 	Filter  url.Values
@@ -24,10 +27,10 @@ func (auditPage) title() string { return "Audit" }
 // browser's datetime-local (UTC).
 var auditFilters = []string{"actor", "action", "target_id", "after", "before"}
 
-// Audit serves GET /console/audit: the audit trail newest first, filtered
+// List serves GET /console/audit: the audit trail newest first, filtered
 // as GET /v1/audit filters it (the admin core AuditList reads the same
 // query).
-func (h *Handler) Audit(w http.ResponseWriter, r *http.Request) {
+func (h *AuditPages) List(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	filter, api := url.Values{}, url.Values{"limit": {strconv.Itoa(pageLimit)}}
 	for _, name := range auditFilters {

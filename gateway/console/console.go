@@ -13,7 +13,8 @@
 // (gateway/routes.go), each with the scope it needs; a control the key
 // may not use is not shown, and its route refuses it anyway (403).
 //
-// One file per page; the pages are html/template files embedded from
+// A handler per resource (LinkPages, ObjectPages, KeyPages, AuditPages),
+// one file per page; the pages are html/template files embedded from
 // templates/ and rendered by one function (render.go); the few scripts
 // and the style sheet are embedded from static/ and served by the console
 // itself. What keeps it safe is in one place each: the headers every
@@ -24,19 +25,12 @@ package console
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/dlgate/dlgate/apikey"
 	"github.com/dlgate/dlgate/gateway/admin"
-	"github.com/dlgate/dlgate/gateway/httpx"
 	"github.com/dlgate/dlgate/gateway/problem"
-	"github.com/dlgate/dlgate/ledger"
 )
-
-// Base is the path the console is served under.
-const Base = "/console/"
 
 // CSP is the Content-Security-Policy of every console answer (SPEC §11):
 // scripts, styles and images only from the console itself (images also
@@ -44,32 +38,25 @@ const Base = "/console/"
 // script or style, so nothing needs 'unsafe-inline'.
 const CSP = "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'"
 
-// Config is what the console needs; every field but Uploads is required.
-type Config struct {
-	// Admin is the admin API's handlers: their cores do every operation,
-	// and its Auth checks sign-ins and counts failures.
-	Admin *admin.Handler
-	// Sessions keeps the console sessions (in the ledger, so every
-	// process serves them).
-	Sessions ledger.ConsoleSessions
-	// Views are the ledger's reads the pages show beside the API's.
-	Views ledger.Views
-	// Uploads serves tus at UploadsPath for the browser (the uploads
-	// package's handler); nil answers 501.
-	Uploads http.Handler
-	Log     *slog.Logger
-	Now     func() time.Time
-}
-
-// Handler serves the console's pages.
+// Handler serves the console: the check every request passes (Open,
+// Require), the pages of no one resource (home, sign-in, the static files,
+// the uploads), and the pages of each resource. The route table
+// (gateway/routes.go) names each route's handler.
 type Handler struct {
-	Config
+	*site
 	cop *http.CrossOriginProtection
+
+	Links   *LinkPages
+	Objects *ObjectPages
+	Keys    *KeyPages
+	Audit   *AuditPages
 }
 
 // New returns the console's handler.
 func New(c Config) *Handler {
-	h := &Handler{Config: c, cop: http.NewCrossOriginProtection()}
+	s := &site{Config: c}
+	h := &Handler{site: s, cop: http.NewCrossOriginProtection(),
+		Links: &LinkPages{s}, Objects: &ObjectPages{s}, Keys: &KeyPages{s}, Audit: &AuditPages{s}}
 	// A cross-origin state change is refused before anything else reads
 	// the request (SPEC §11): 403, as a page or as problem+json.
 	h.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -128,58 +115,3 @@ func (h *Handler) Require(sc apikey.Scope, next http.Handler) http.Handler {
 		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, sessionKey{}, s)))
 	}))
 }
-
-// fail answers p with detail: a page to a browser, problem+json to a
-// script (an upload, a fetch).
-func (h *Handler) fail(w http.ResponseWriter, r *http.Request, p problem.Problem, detail string) {
-	if !httpx.WantsHTML(r) {
-		problem.Write(w, r, p, detail)
-		return
-	}
-	if p.Status >= 500 {
-		w.Header().Set("Cache-Control", "no-store")
-	}
-	h.render(w, r, p.Status, "error", errorPage{Problem: p, Type: problem.Base + p.Type, Detail: detail, RequestID: httpx.RequestID(r)})
-}
-
-// refuse answers a core's Refusal.
-func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, ref *admin.Refusal) {
-	if ref.Challenge != "" {
-		w.Header().Set("WWW-Authenticate", ref.Challenge)
-	}
-	if v := ref.RetryAfterHeader(); v != "" {
-		w.Header().Set("Retry-After", v)
-	}
-	h.fail(w, r, ref.Problem, ref.Detail)
-}
-
-// failErr answers an error of a core: its Refusal, or the problem the
-// gateway's table names for a ledger's or store's error (logged), with
-// notFound for what is not there.
-func (h *Handler) failErr(w http.ResponseWriter, r *http.Request, err error, notFound problem.Problem) {
-	if ref, ok := admin.RefusalOf(err); ok {
-		h.refuse(w, r, ref)
-		return
-	}
-	if errorsIsNotFound(err) {
-		h.fail(w, r, notFound, "")
-		return
-	}
-	p, known := problem.For(err)
-	level := slog.LevelWarn
-	if !known {
-		level = slog.LevelError
-	}
-	h.Log.Log(r.Context(), level, "console request failed", "status", p.Status, "err", err)
-	h.fail(w, r, p, "")
-}
-
-// errorPage is the data of templates/error.html.
-type errorPage struct {
-	problem.Problem
-	Type      string
-	Detail    string
-	RequestID string
-}
-
-func (e errorPage) title() string { return e.Title }

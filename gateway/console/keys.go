@@ -13,6 +13,10 @@ import (
 	"github.com/dlgate/dlgate/ledger"
 )
 
+// KeyPages serves the operators' keys' pages: the listing with the form
+// that makes one, and a key's revocation.
+type KeyPages struct{ *site }
+
 // keysPage is the data of templates/keys.html.
 type keysPage struct {
 	Keys admin.KeyPageBody
@@ -26,13 +30,13 @@ type keysPage struct {
 
 func (keysPage) title() string { return "Keys" }
 
-// Keys serves GET /console/keys: the keys newest first (never their
+// List serves GET /console/keys: the keys newest first (never their
 // text) and the form that makes one.
-func (h *Handler) Keys(w http.ResponseWriter, r *http.Request) {
-	h.renderKeys(w, r, http.StatusOK, keysPage{Form: url.Values{}, Errors: map[string]string{}})
+func (h *KeyPages) List(w http.ResponseWriter, r *http.Request) {
+	h.renderList(w, r, http.StatusOK, keysPage{Form: url.Values{}, Errors: map[string]string{}})
 }
 
-func (h *Handler) renderKeys(w http.ResponseWriter, r *http.Request, status int, data keysPage) {
+func (h *KeyPages) renderList(w http.ResponseWriter, r *http.Request, status int, data keysPage) {
 	q := url.Values{"limit": {strconv.Itoa(pageLimit)}}
 	if c := r.URL.Query().Get("cursor"); c != "" {
 		q.Set("cursor", c)
@@ -49,11 +53,11 @@ func (h *Handler) renderKeys(w http.ResponseWriter, r *http.Request, status int,
 	h.render(w, r, status, "keys", data)
 }
 
-// KeyCreate serves POST /console/keys (name, scope…, expires_days): the
+// Create serves POST /console/keys (name, scope…, expires_days): the
 // admin core KeyCreate, with the session's key as the one that gives the
 // scopes (a key gives only what it holds). The answer is the keys page
 // with the new key's text, shown this once and kept by no cache.
-func (h *Handler) KeyCreate(w http.ResponseWriter, r *http.Request) {
+func (h *KeyPages) Create(w http.ResponseWriter, r *http.Request) {
 	if !h.parseForm(w, r) {
 		return
 	}
@@ -64,7 +68,7 @@ func (h *Handler) KeyCreate(w http.ResponseWriter, r *http.Request) {
 		n, err := strconv.ParseInt(d, 10, 64)
 		if err != nil {
 			data.Errors["expires_in"] = "The number of days must be a whole number."
-			h.renderKeys(w, r, http.StatusBadRequest, data)
+			h.renderList(w, r, http.StatusBadRequest, data)
 			return
 		}
 		secs := n * 86400
@@ -73,7 +77,7 @@ func (h *Handler) KeyCreate(w http.ResponseWriter, r *http.Request) {
 	k, err := h.Admin.Keys.KeyCreate(r.Context(), req)
 	if ref, ok := admin.RefusalOf(err); ok && ref.Field != "" {
 		data.Errors[ref.Field] = ref.Detail
-		h.renderKeys(w, r, ref.Problem.Status, data)
+		h.renderList(w, r, ref.Problem.Status, data)
 		return
 	}
 	if err != nil {
@@ -81,7 +85,7 @@ func (h *Handler) KeyCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data.Created, data.Form = &k, url.Values{}
-	h.renderKeys(w, r, http.StatusCreated, data)
+	h.renderList(w, r, http.StatusCreated, data)
 }
 
 // keyRevokePage is the data of templates/key_revoke.html.
@@ -93,11 +97,11 @@ type keyRevokePage struct {
 
 func (keyRevokePage) title() string { return "Revoke a key" }
 
-// KeyRevokeConfirm serves GET /console/keys/{id}/revoke: the key (its
+// RevokeConfirm serves GET /console/keys/{id}/revoke: the key (its
 // name, scopes, when it was made and last used) and the button that
 // revokes it; 404 for a key that is not there (the bootstrap token is
 // none).
-func (h *Handler) KeyRevokeConfirm(w http.ResponseWriter, r *http.Request) {
+func (h *KeyPages) RevokeConfirm(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
 	k, err := h.Admin.Keys.KeyGet(r.Context(), id)
 	if err != nil {
@@ -107,10 +111,10 @@ func (h *Handler) KeyRevokeConfirm(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "key_revoke", keyRevokePage{Key: k, Own: id == sessionOf(r).Key.ID})
 }
 
-// KeyRevoke serves POST /console/keys/{id}/revoke: the admin core
+// Revoke serves POST /console/keys/{id}/revoke: the admin core
 // KeyRevoke, which also ends the key's console sessions (this one, when
 // it revokes its own key).
-func (h *Handler) KeyRevoke(w http.ResponseWriter, r *http.Request) {
+func (h *KeyPages) Revoke(w http.ResponseWriter, r *http.Request) {
 	if err := h.Admin.Keys.KeyRevoke(r.Context(), mux.Vars(r)["id"]); err != nil {
 		h.failErr(w, r, err, problem.NotFound)
 		return

@@ -37,11 +37,11 @@ func (p linkPage) title() string { return "Link " + p.Link.Filename }
 // pageLimit is how many rows of each list a page shows.
 const pageLimit = 50
 
-// Link serves GET /console/links/{id}: the link (allowance, expiry,
+// Show serves GET /console/links/{id}: the link (allowance, expiry,
 // delivery, its URLs with their QR codes), its grants with their delivery
 // status and client, its live sessions with budget and slots, its audit
 // entries and its webhook events with their delivery.
-func (h *Handler) Link(w http.ResponseWriter, r *http.Request) {
+func (h *LinkPages) Show(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
 	ctx := r.Context()
 	l, err := h.Admin.Links.LinkShow(ctx, id)
@@ -83,7 +83,7 @@ func (h *Handler) Link(w http.ResponseWriter, r *http.Request) {
 
 // linkState names where l stands, as the links listing's state filter
 // does; the admin API's JSON carries the facts it follows from.
-func (h *Handler) linkState(l admin.LinkBody) string {
+func (h *LinkPages) linkState(l admin.LinkBody) string {
 	switch {
 	case l.RevokedAt != nil:
 		return string(ledger.StateRevoked)
@@ -106,15 +106,15 @@ type linkActionPage struct {
 
 func (p linkActionPage) title() string { return "Link " + p.Link.Filename }
 
-// LinkRevokeConfirm serves GET /console/links/{id}/revoke: what revoking
+// RevokeConfirm serves GET /console/links/{id}/revoke: what revoking
 // does, and the button that does it.
-func (h *Handler) LinkRevokeConfirm(w http.ResponseWriter, r *http.Request) {
+func (h *LinkPages) RevokeConfirm(w http.ResponseWriter, r *http.Request) {
 	h.linkAction(w, r, "link_revoke", linkActionPage{})
 }
 
-// LinkRevoke serves POST /console/links/{id}/revoke: the admin core
+// Revoke serves POST /console/links/{id}/revoke: the admin core
 // LinkRevoke, audited as the session's key; then the link's page.
-func (h *Handler) LinkRevoke(w http.ResponseWriter, r *http.Request) {
+func (h *LinkPages) Revoke(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
 	if _, err := h.Admin.Links.LinkRevoke(r.Context(), id); err != nil {
 		h.failErr(w, r, err, problem.NotFound)
@@ -125,13 +125,13 @@ func (h *Handler) LinkRevoke(w http.ResponseWriter, r *http.Request) {
 
 // AllowanceConfirm serves GET /console/links/{id}/allowance: the top-up
 // form (how many more downloads, why).
-func (h *Handler) AllowanceConfirm(w http.ResponseWriter, r *http.Request) {
+func (h *LinkPages) AllowanceConfirm(w http.ResponseWriter, r *http.Request) {
 	h.linkAction(w, r, "link_allowance", linkActionPage{Add: "1"})
 }
 
 // AllowanceAdd serves POST /console/links/{id}/allowance (add, reason):
 // the admin core AllowanceAdd; a refusal is shown beside its field.
-func (h *Handler) AllowanceAdd(w http.ResponseWriter, r *http.Request) {
+func (h *LinkPages) AllowanceAdd(w http.ResponseWriter, r *http.Request) {
 	if !h.parseForm(w, r) {
 		return
 	}
@@ -156,11 +156,11 @@ func (h *Handler) AllowanceAdd(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, Base+"links/"+url.PathEscape(id), http.StatusSeeOther)
 }
 
-func (h *Handler) linkAction(w http.ResponseWriter, r *http.Request, page string, data linkActionPage) {
+func (h *LinkPages) linkAction(w http.ResponseWriter, r *http.Request, page string, data linkActionPage) {
 	h.linkActionStatus(w, r, page, data, http.StatusOK)
 }
 
-func (h *Handler) linkActionStatus(w http.ResponseWriter, r *http.Request, page string, data linkActionPage, status int) {
+func (h *LinkPages) linkActionStatus(w http.ResponseWriter, r *http.Request, page string, data linkActionPage, status int) {
 	l, err := h.Admin.Links.LinkShow(r.Context(), mux.Vars(r)["id"])
 	if err != nil {
 		h.failErr(w, r, err, problem.NotFound)
@@ -172,7 +172,7 @@ func (h *Handler) linkActionStatus(w http.ResponseWriter, r *http.Request, page 
 
 // SessionRevoke serves POST /console/sessions/{id}/revoke (form field
 // link, the page to go back to): the admin core SessionRevoke.
-func (h *Handler) SessionRevoke(w http.ResponseWriter, r *http.Request) {
+func (h *LinkPages) SessionRevoke(w http.ResponseWriter, r *http.Request) {
 	if !h.parseForm(w, r) {
 		return
 	}

@@ -42,9 +42,9 @@ var newLinkFields = []string{"object.key", "downloads", "expires_in", "expires_a
 // expiryUnits are the units of the form's expires_in, in seconds.
 var expiryUnits = map[string]int64{"minutes": 60, "hours": 3600, "days": 86400}
 
-// LinkNew serves GET /console/links/new: upload a file or choose an
+// New serves GET /console/links/new: upload a file or choose an
 // object, and every option of POST /v1/links.
-func (h *Handler) LinkNew(w http.ResponseWriter, r *http.Request) {
+func (h *LinkPages) New(w http.ResponseWriter, r *http.Request) {
 	form := url.Values{"downloads": {"1"}, "expires_value": {"7"}, "expires_unit": {"days"}, "delivery": {ledger.DeliveryStream}}
 	if k := r.URL.Query().Get("object_key"); k != "" {
 		form.Set("object_key", k)
@@ -53,7 +53,7 @@ func (h *Handler) LinkNew(w http.ResponseWriter, r *http.Request) {
 	h.renderNewLink(w, r, http.StatusOK, newLinkPage{Form: form, Errors: map[string]string{}})
 }
 
-func (h *Handler) renderNewLink(w http.ResponseWriter, r *http.Request, status int, data newLinkPage) {
+func (h *LinkPages) renderNewLink(w http.ResponseWriter, r *http.Request, status int, data newLinkPage) {
 	if data.IdempotencyKey == "" {
 		data.IdempotencyKey = "console-" + uuid.NewString()
 	}
@@ -68,12 +68,12 @@ func (h *Handler) renderNewLink(w http.ResponseWriter, r *http.Request, status i
 	h.render(w, r, status, "link_new", data)
 }
 
-// LinkCreate serves POST /console/links/new: the form becomes the body of
+// Create serves POST /console/links/new: the form becomes the body of
 // POST /v1/links and goes to the admin core LinkCreate, audited as the
 // session's key; a refusal is shown beside its field, in the API's words.
 // The form's idempotency key makes a second submission of the same form
 // the same link.
-func (h *Handler) LinkCreate(w http.ResponseWriter, r *http.Request) {
+func (h *LinkPages) Create(w http.ResponseWriter, r *http.Request) {
 	if !h.parseForm(w, r) {
 		return
 	}

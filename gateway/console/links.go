@@ -10,6 +10,10 @@ import (
 	"github.com/dlgate/dlgate/gateway/problem"
 )
 
+// LinkPages serves the links' pages: the listing (this file), a link's
+// page with its controls (link.go), and the new-link form (link_new.go).
+type LinkPages struct{ *site }
+
 // linksPage is the data of templates/links.html.
 type linksPage struct {
 	Filter url.Values // the form's values, as typed
@@ -27,10 +31,10 @@ func (linksPage) title() string { return "Links" }
 // filters, the two dates typed as a browser's datetime-local (UTC).
 var linkFilters = []string{"state", "object_key", "account", "created_after", "created_before"}
 
-// Links serves GET /console/links: the links newest first, filtered as GET
+// List serves GET /console/links: the links newest first, filtered as GET
 // /v1/links filters them (the admin core LinkList reads the same query),
 // a cursor page at a time.
-func (h *Handler) Links(w http.ResponseWriter, r *http.Request) {
+func (h *LinkPages) List(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	filter := url.Values{}
 	api := url.Values{}

@@ -10,6 +10,10 @@ import (
 	"github.com/dlgate/dlgate/ledger"
 )
 
+// ObjectPages serves the pages of the versions the gateway stored: the
+// listing and a version's deletion.
+type ObjectPages struct{ *site }
+
 // objectsPage is the data of templates/objects.html.
 type objectsPage struct {
 	State   string
@@ -20,11 +24,11 @@ type objectsPage struct {
 
 func (objectsPage) title() string { return "Objects" }
 
-// Objects serves GET /console/objects: the versions the gateway stored,
+// List serves GET /console/objects: the versions the gateway stored,
 // newest first (state stored unless the form asks for another, or all),
 // each with its key, size, SHA-256, when it was stored and the links that
 // pin it.
-func (h *Handler) Objects(w http.ResponseWriter, r *http.Request) {
+func (h *ObjectPages) List(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	data := objectsPage{State: q.Get("state")}
 	if _, set := q["state"]; !set {
@@ -55,10 +59,10 @@ type objectDeletePage struct {
 
 func (objectDeletePage) title() string { return "Delete an object version" }
 
-// ObjectDeleteConfirm serves GET /console/objects/delete?bucket=&key=&
+// DeleteConfirm serves GET /console/objects/delete?bucket=&key=&
 // version_id=: the version, the live links and sessions that pin it,
 // which deleting it with force revokes, and the button.
-func (h *Handler) ObjectDeleteConfirm(w http.ResponseWriter, r *http.Request) {
+func (h *ObjectPages) DeleteConfirm(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	o, ok := h.findObject(w, r, q.Get("bucket"), q.Get("key"), q.Get("version_id"))
 	if !ok {
@@ -69,7 +73,7 @@ func (h *Handler) ObjectDeleteConfirm(w http.ResponseWriter, r *http.Request) {
 
 // findObject reads the listing entry of one stored version, with its
 // links.
-func (h *Handler) findObject(w http.ResponseWriter, r *http.Request, bucket, key, vid string) (ledger.ObjectListing, bool) {
+func (h *ObjectPages) findObject(w http.ResponseWriter, r *http.Request, bucket, key, vid string) (ledger.ObjectListing, bool) {
 	if key == "" || vid == "" {
 		h.fail(w, r, problem.BadRequest, "key and version_id name the version to delete.")
 		return ledger.ObjectListing{}, false
@@ -86,11 +90,11 @@ func (h *Handler) findObject(w http.ResponseWriter, r *http.Request, bucket, key
 	return p.Objects[0], true
 }
 
-// ObjectDelete serves POST /console/objects/delete (bucket, key,
+// Delete serves POST /console/objects/delete (bucket, key,
 // version_id, force): the admin core ObjectDelete, audited as the
 // session's key; a version still pinned without force is shown again
 // with the core's words.
-func (h *Handler) ObjectDelete(w http.ResponseWriter, r *http.Request) {
+func (h *ObjectPages) Delete(w http.ResponseWriter, r *http.Request) {
 	if !h.parseForm(w, r) {
 		return
 	}

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/apikey"
-	"github.com/dlgate/dlgate/gateway/httpx"
 	"github.com/dlgate/dlgate/ledger"
 )
 
@@ -79,7 +77,7 @@ type titled interface{ title() string }
 // render writes the page name with data, status and the page headers.
 // It renders into a buffer first, so that a template failure is a 500,
 // not half a page.
-func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
+func (h *site) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
 	t, ok := pages[name]
 	if !ok {
 		panic("console: no page " + name)
@@ -255,15 +253,6 @@ func formatBytes(n int64) string {
 	}
 	return strconv.FormatFloat(float64(n)/float64(div), 'f', 1, 64) + " " + string("KMGTPE"[exp]) + "iB"
 }
-
-// errorsIsNotFound reports whether err says the thing asked for is not
-// there (or is one the caller may not see).
-func errorsIsNotFound(err error) bool {
-	return errors.Is(err, ledger.ErrNotFound) || errors.Is(err, ledger.ErrRefused)
-}
-
-// requestID is the request's id, for pages that name it.
-func requestID(r *http.Request) string { return httpx.RequestID(r) }
 
 // parseTime reads an RFC 3339 time of the admin API's JSON; the zero time
 // when it is not one.

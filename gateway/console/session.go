@@ -28,22 +28,13 @@ import (
 // CookieName is the console session's cookie.
 const CookieName = "dlgate_console"
 
-// sessionKey carries the request's console session in its context.
-type sessionKey struct{}
-
-// sessionOf is the signed-in session of a request that passed Require.
-func sessionOf(r *http.Request) *ledger.ConsoleSession {
-	s, _ := r.Context().Value(sessionKey{}).(*ledger.ConsoleSession)
-	return s
-}
-
 // session returns the live console session of r's cookie, or answers the
 // request itself and returns false: while r's address is under penalty
 // 429 before the cookie is read; without a cookie, or with one that opens
 // no session, a page is sent to the sign-in page (303) and anything else
 // gets 401. A cookie that opens no session counts as a failed
 // authentication, as a wrong key does, and is cleared.
-func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*ledger.ConsoleSession, bool) {
+func (h *site) session(w http.ResponseWriter, r *http.Request) (*ledger.ConsoleSession, bool) {
 	if ref := h.Admin.Auth.Throttled(r); ref != nil {
 		h.refuse(w, r, ref)
 		return nil, false
@@ -85,7 +76,7 @@ const signInDetail = "Sign in to the console first."
 
 // signInFirst sends a page request to the sign-in page, coming back to
 // where it was, and refuses anything else with ref (401).
-func (h *Handler) signInFirst(w http.ResponseWriter, r *http.Request, ref *admin.Refusal) {
+func (h *site) signInFirst(w http.ResponseWriter, r *http.Request, ref *admin.Refusal) {
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		w.Header().Set("Cache-Control", "no-store")
 		http.Redirect(w, r, SignInPath+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
@@ -128,7 +119,7 @@ const maxForm = 64 << 10
 
 // parseForm reads a POST's form, bounded; a body that is not one is a
 // 400 answered here.
-func (h *Handler) parseForm(w http.ResponseWriter, r *http.Request) bool {
+func (h *site) parseForm(w http.ResponseWriter, r *http.Request) bool {
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 	if err := r.ParseForm(); err != nil {
 		h.fail(w, r, problem.BadRequest, "The form could not be read.")
