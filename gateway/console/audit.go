@@ -3,8 +3,6 @@ package console
 import (
 	"net/http"
 	"net/url"
-	"strconv"
-	"strings"
 
 	"github.com/dlgate/dlgate/gateway/admin"
 	"github.com/dlgate/dlgate/gateway/problem"
@@ -23,30 +21,18 @@ type auditPage struct {
 
 func (auditPage) title() string { return "Audit" }
 
-// auditFilters are GET /v1/audit's filters, the two times typed as a
-// browser's datetime-local (UTC).
-var auditFilters = []string{"actor", "action", "target_id", "after", "before"}
+// auditFilters are GET /v1/audit's filters, the two times (auditTimes)
+// typed as a browser's datetime-local (UTC).
+var (
+	auditFilters = []string{"actor", "action", "target_id", "after", "before"}
+	auditTimes   = []string{"after", "before"}
+)
 
 // List serves GET /console/audit: the audit trail newest first, filtered
 // as GET /v1/audit filters it (the admin core AuditList reads the same
 // query).
 func (h *AuditPages) List(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	filter, api := url.Values{}, url.Values{"limit": {strconv.Itoa(pageLimit)}}
-	for _, name := range auditFilters {
-		v := strings.TrimSpace(q.Get(name))
-		if v == "" {
-			continue
-		}
-		filter.Set(name, v)
-		if name == "after" || name == "before" {
-			v = apiTime(v)
-		}
-		api.Set(name, v)
-	}
-	if c := q.Get("cursor"); c != "" {
-		api.Set("cursor", c)
-	}
+	filter, api := listQuery(r.URL.Query(), auditFilters, auditTimes)
 	data := auditPage{Filter: filter}
 	page, err := h.Admin.Audit.AuditList(r.Context(), api)
 	if ref, ok := admin.RefusalOf(err); ok {
@@ -58,14 +44,6 @@ func (h *AuditPages) List(w http.ResponseWriter, r *http.Request) {
 		h.failErr(w, r, err, problem.NotFound)
 		return
 	}
-	data.Page = page
-	if page.NextCursor != "" {
-		next := url.Values{}
-		for k, v := range filter {
-			next[k] = v
-		}
-		next.Set("cursor", page.NextCursor)
-		data.NextURL = Base + "audit?" + next.Encode()
-	}
+	data.Page, data.NextURL = page, nextURL("audit", filter, page.NextCursor)
 	h.render(w, r, http.StatusOK, "audit", data)
 }

@@ -37,19 +37,13 @@ func (h *KeyPages) List(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *KeyPages) renderList(w http.ResponseWriter, r *http.Request, status int, data keysPage) {
-	q := url.Values{"limit": {strconv.Itoa(pageLimit)}}
-	if c := r.URL.Query().Get("cursor"); c != "" {
-		q.Set("cursor", c)
-	}
+	_, q := listQuery(r.URL.Query(), nil, nil)
 	page, err := h.Admin.Keys.KeyList(r.Context(), q)
 	if err != nil {
 		h.failErr(w, r, err, problem.NotFound)
 		return
 	}
-	data.Keys = page
-	if page.NextCursor != "" {
-		data.NextURL = Base + "keys?" + url.Values{"cursor": {page.NextCursor}}.Encode()
-	}
+	data.Keys, data.NextURL = page, nextURL("keys", nil, page.NextCursor)
 	h.render(w, r, status, "keys", data)
 }
 

@@ -34,9 +34,6 @@ type linkPage struct {
 
 func (p linkPage) title() string { return "Link " + p.Link.Filename }
 
-// pageLimit is how many rows of each list a page shows.
-const pageLimit = 50
-
 // Show serves GET /console/links/{id}: the link (allowance, expiry,
 // delivery, its URLs with their QR codes), its grants with their delivery
 // status and client, its live sessions with budget and slots, its audit

@@ -44,10 +44,7 @@ func (h *ObjectPages) List(w http.ResponseWriter, r *http.Request) {
 		h.failErr(w, r, err, problem.NotFound)
 		return
 	}
-	data.Page = page
-	if page.Next != "" {
-		data.NextURL = Base + "objects?" + url.Values{"state": {data.State}, "cursor": {page.Next}}.Encode()
-	}
+	data.Page, data.NextURL = page, nextURL("objects", url.Values{"state": {data.State}}, page.Next)
 	h.render(w, r, http.StatusOK, "objects", data)
 }
 
