@@ -1,8 +1,11 @@
 package ledgertest
 
 import (
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/dlgate/dlgate/ledger"
 )
@@ -11,9 +14,11 @@ import (
 // claim of a link it saw unclaimable from what it saw, without a
 // statement, for good when the link is revoked, expired or another
 // account's, for at most RefusalCache when it is exhausted; a top-up, a
-// refund or a revocation through the process is seen at once. The tests
-// show "without a statement" by closing the ledger's pool: any statement
-// then fails.
+// refund or a revocation through the process is seen at once. A session
+// mint is answered from the same cache, after what decides first: the
+// client's affinity session, the mint's idempotency key. The tests show
+// "without a statement" by closing the ledger's pool: any statement then
+// fails.
 
 // closePool closes the database pool under e's ledger.
 func (e *env) closePool(tb testing.TB) {
@@ -37,7 +42,38 @@ func wantRefused(tb testing.TB, o ledger.ClaimOutcome, err error, l *ledger.Link
 	}
 }
 
+// mintBy mints a session on l for account with the idempotency key (none
+// when ""), or, with affinity keys, as a GET of the link does (SPEC §5).
+func (e *env) mintBy(l *ledger.Link, account, key string, affinity ...string) (*ledger.Session, bool, error) {
+	return e.l.SessionMint(e.ctx, ledger.MintRequest{
+		Claim:     ledger.ClaimRequest{LinkID: l.ID, AccountID: account, Client: "test"},
+		SessionID: uuid.Must(uuid.NewV7()).String(), TokenHash: randomHash(nil),
+		ByteBudget: 1000, MaxConcurrency: 2, ExpiresAt: e.clock.Now().Add(time.Hour),
+		IdempotencyKey: key, Affinity: len(affinity) > 0, AffinityKeys: affinity,
+	})
+}
+
+// wantMintRefused fails unless a mint was refused with reason r, nothing
+// minted.
+func wantMintRefused(tb testing.TB, x *ledger.Session, created bool, err error, r ledger.Reason) {
+	tb.Helper()
+	if x != nil || created || ledger.ReasonOf(err) != r {
+		tb.Fatalf("SessionMint = %+v, %v, %v; want refused %q", x, created, err, r)
+	}
+}
+
+// wantNotFromTheCache fails unless a call made with the pool closed
+// failed on the database and was neither refused nor granted: the cache
+// did not answer it.
+func wantNotFromTheCache(tb testing.TB, what string, x *ledger.Session, created bool, err error) {
+	tb.Helper()
+	if err == nil || x != nil || created || errors.Is(err, ledger.ErrRefused) {
+		tb.Fatalf("%s with the pool closed = %+v, %v, %v; want the closed pool's error", what, x, created, err)
+	}
+}
+
 func exerciseRefusals(t *testing.T, newLedger NewLedger) {
+	exerciseMintRefusals(t, newLedger)
 	t.Run("RefusalsOfASpentRevokedExpiredOrOtherAccountsLinkAreAnsweredAgainWithoutAStatement", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, newLedger)
@@ -96,6 +132,39 @@ func exerciseRefusals(t *testing.T, newLedger NewLedger) {
 		// not answer, and the database (gone) does.
 		if o, err := e.outcome(l.TokenHash, "", false); err == nil || o.Refusal != "" {
 			t.Fatalf("LinkClaim before the retry was asked, pool closed = %+v, %v; want the closed pool's error, no refusal from the cache", o, err)
+		}
+	})
+	t.Run("ALinkWithRetriesThatCanServeNoRetryIsRefusedFromTheCacheBeforeTheRetryIsAsked", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		dbOf(t, e.l).RefusalCache = time.Minute
+		retries := func(l *ledger.Link) { l.Retries = 2 }
+		revoked, expired := e.MustLink(t, 2, retries), e.MustLink(t, 2, retries, func(l *ledger.Link) { l.ExpiresAt = e.clock.Now().Add(time.Minute) })
+		alices := e.MustLink(t, 2, retries, func(l *ledger.Link) { l.AccountID = "alice" })
+		if err := e.l.LinkRevoke(e.ctx, revoked.ID); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Add(time.Minute)
+		cases := []struct {
+			l       *ledger.Link
+			account string
+			reason  ledger.Reason
+		}{
+			{revoked, "", ledger.ReasonRevoked},
+			{expired, "", ledger.ReasonExpired},
+			{alices, "mallory", ledger.ReasonWrongAccount},
+		}
+		for _, c := range cases {
+			_, err := e.claim(c.l, c.account) // the retry asked: refused and kept
+			wantReason(t, err, c.reason)
+		}
+		e.closePool(t)
+		// GrantRetryBegin serves no retry of a revoked, expired or
+		// another account's link: the retry not asked yet changes
+		// nothing, and the cache answers.
+		for _, c := range cases {
+			o, err := e.outcome(c.l.TokenHash, c.account, false)
+			wantRefused(t, o, err, c.l, c.reason, e.clock.Now())
 		}
 	})
 	t.Run("AGrantNeverComesFromTheCache", func(t *testing.T) {
@@ -177,5 +246,195 @@ func exerciseRefusals(t *testing.T, newLedger NewLedger) {
 		if g, err := e.claim(l, ""); err != nil || g == nil {
 			t.Fatalf("claim once the refusal cache passed = %v, %v; want a grant", g, err)
 		}
+	})
+}
+
+// exerciseMintRefusals: the refusal cache answers session mints (SPEC §1,
+// §5), keeping every rule that decides before a refusal.
+func exerciseMintRefusals(t *testing.T, newLedger NewLedger) {
+	session := func(l *ledger.Link) { l.Delivery = ledger.DeliverySession }
+	t.Run("RefusedMintsOfASpentRevokedExpiredOrOtherAccountsLinkAreAnsweredAgainWithoutAStatement", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		dbOf(t, e.l).RefusalCache = time.Minute
+		spent, revoked := e.MustLink(t, 1, session), e.MustLink(t, 2, session)
+		expired := e.MustLink(t, 2, session, func(l *ledger.Link) { l.ExpiresAt = e.clock.Now().Add(time.Minute) })
+		alices := e.MustLink(t, 2, session, func(l *ledger.Link) { l.AccountID = "alice" })
+		if _, created, err := e.mintBy(spent, "", ""); err != nil || !created {
+			t.Fatalf("the one mint = %v, %v", created, err)
+		}
+		if err := e.l.LinkRevoke(e.ctx, revoked.ID); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Add(time.Minute)
+		cases := []struct {
+			l       *ledger.Link
+			account string
+			reason  ledger.Reason
+		}{
+			{spent, "", ledger.ReasonExhausted},
+			{revoked, "", ledger.ReasonRevoked},
+			{expired, "", ledger.ReasonExpired},
+			{alices, "mallory", ledger.ReasonWrongAccount},
+		}
+		for _, c := range cases {
+			x, created, err := e.mintBy(c.l, c.account, "")
+			wantMintRefused(t, x, created, err, c.reason)
+		}
+		e.closePool(t)
+		e.clock.Add(time.Second)
+		for _, c := range cases {
+			x, created, err := e.mintBy(c.l, c.account, "")
+			wantMintRefused(t, x, created, err, c.reason)
+		}
+		// Alice herself is not refused by mallory's refusal: her mint
+		// goes to the database, which is gone.
+		x, created, err := e.mintBy(alices, "alice", "")
+		wantNotFromTheCache(t, "alice's mint", x, created, err)
+	})
+	t.Run("TheRowAGETOfASessionLinkReadAnswersItsMintWithoutAStatement", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		dbOf(t, e.l).RefusalCache = time.Minute
+		l := e.MustLink(t, 1, session)
+		if _, created, err := e.mintBy(l, "", ""); err != nil || !created {
+			t.Fatalf("the one mint = %v, %v", created, err)
+		}
+		// The GET's claim by token does not claim a session link: it
+		// returns the row, which says the link is spent.
+		o, err := e.outcome(l.TokenHash, "", false)
+		if err != nil || o.Grant != nil || o.Refusal != "" || o.Link == nil || o.Link.Remaining != 0 {
+			t.Fatalf("LinkClaim of a spent session link = %+v, %v; want its row, unclaimed", o, err)
+		}
+		e.closePool(t)
+		x, created, err := e.mintBy(l, "", "")
+		wantMintRefused(t, x, created, err, ledger.ReasonExhausted)
+		// And the GET's own claim by token is still not the cache's to
+		// answer: a session link mints.
+		if o, err := e.outcome(l.TokenHash, "", false); err == nil || o.Refusal != "" {
+			t.Fatalf("LinkClaim of a session link with the pool closed = %+v, %v; want the closed pool's error", o, err)
+		}
+	})
+	t.Run("AKeyedMintOfALinkSpentSinceStillGetsItsSession", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		dbOf(t, e.l).RefusalCache = time.Minute
+		l := e.MustLink(t, 1, session)
+		first, created, err := e.mintBy(l, "", "key-1")
+		if err != nil || !created {
+			t.Fatalf("the one mint = %v, %v", created, err)
+		}
+		x, created, err := e.mintBy(l, "", "key-2")
+		wantMintRefused(t, x, created, err, ledger.ReasonExhausted) // kept
+		// The key decides first: its session, claiming nothing.
+		if x, created, err := e.mintBy(l, "", "key-1"); err != nil || created || x == nil || x.ID != first.ID {
+			t.Fatalf("a retry with the key of the link's session = %+v, %v, %v; want session %s", x, created, err, first.ID)
+		}
+		x, created, err = e.mintBy(l, "", "key-3")
+		wantMintRefused(t, x, created, err, ledger.ReasonExhausted)
+		// The key is read before the cache may answer: with the pool
+		// closed the keyed mint fails, refused by nobody.
+		e.closePool(t)
+		x, created, err = e.mintBy(l, "", "key-1")
+		wantNotFromTheCache(t, "a keyed mint", x, created, err)
+		x, created, err = e.mintBy(l, "", "")
+		wantMintRefused(t, x, created, err, ledger.ReasonExhausted)
+	})
+	t.Run("AnAffinityMintOfASpentLinkStillGoesToTheClientsSession", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		dbOf(t, e.l).RefusalCache = time.Minute
+		l := e.MustLink(t, 1, session)
+		mine, created, err := e.mintBy(l, "", "", "c:one", "u:one")
+		if err != nil || !created {
+			t.Fatalf("the client's mint = %v, %v", created, err)
+		}
+		x, created, err := e.mintBy(l, "", "", "c:two", "u:two")
+		wantMintRefused(t, x, created, err, ledger.ReasonExhausted) // kept
+		// Affinity first: the client's usable session, not the refusal.
+		for _, keys := range [][]string{{"c:one", "u:one"}, {"u:one"}} {
+			if x, created, err := e.mintBy(l, "", "", keys...); err != nil || created || x == nil || x.ID != mine.ID {
+				t.Fatalf("an affinity mint by %v of a spent link = %+v, %v, %v; want the client's session %s", keys, x, created, err, mine.ID)
+			}
+		}
+		// Once the client's session is dead, the refusal again.
+		if err := e.l.SessionRevoke(e.ctx, mine.ID); err != nil {
+			t.Fatal(err)
+		}
+		x, created, err = e.mintBy(l, "", "", "c:one", "u:one")
+		wantMintRefused(t, x, created, err, ledger.ReasonExhausted)
+		// The affinity lookup stays: with the pool closed the mint of
+		// an exhausted link fails, where a client's session might be.
+		e.closePool(t)
+		x, created, err = e.mintBy(l, "", "", "c:two", "u:two")
+		wantNotFromTheCache(t, "an affinity mint of an exhausted link", x, created, err)
+	})
+	t.Run("AnAffinityMintOfARevokedLinkIsRefusedWithoutAStatement", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		dbOf(t, e.l).RefusalCache = time.Minute
+		l := e.MustLink(t, 2, session)
+		if _, created, err := e.mintBy(l, "", "", "c:one"); err != nil || !created {
+			t.Fatalf("the client's mint = %v, %v", created, err)
+		}
+		if err := e.l.LinkRevoke(e.ctx, l.ID); err != nil {
+			t.Fatal(err)
+		}
+		// The client's session died with the link: refused, and kept.
+		x, created, err := e.mintBy(l, "", "", "c:one")
+		wantMintRefused(t, x, created, err, ledger.ReasonRevoked)
+		e.closePool(t)
+		// No session of a revoked link serves: no lookup either.
+		for _, keys := range [][]string{{"c:one"}, {"c:two"}} {
+			x, created, err := e.mintBy(l, "", "", keys...)
+			wantMintRefused(t, x, created, err, ledger.ReasonRevoked)
+		}
+	})
+	t.Run("AMintIsNeverGrantedFromTheCache", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		dbOf(t, e.l).RefusalCache = time.Minute
+		l := e.MustLink(t, 3, session)
+		if _, created, err := e.mintBy(l, "", ""); err != nil || !created {
+			t.Fatalf("mint = %v, %v", created, err)
+		}
+		e.closePool(t)
+		x, created, err := e.mintBy(l, "", "")
+		wantNotFromTheCache(t, "a mint of a live link", x, created, err)
+	})
+	t.Run("ATopUpARefundOrARevocationThroughThisProcessIsSeenAtOnceByMints", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, newLedger)
+		dbOf(t, e.l).RefusalCache = time.Minute
+		l := e.MustLink(t, 1, session)
+		if _, created, err := e.mintBy(l, "", ""); err != nil || !created {
+			t.Fatalf("the one mint = %v, %v", created, err)
+		}
+		refused := func() {
+			t.Helper()
+			x, created, err := e.mintBy(l, "", "")
+			wantMintRefused(t, x, created, err, ledger.ReasonExhausted)
+		}
+		refused()
+		if err := e.l.AllowanceAdd(e.ctx, l.ID, 1, "one more"); err != nil {
+			t.Fatal(err)
+		}
+		topped, created, err := e.mintBy(l, "", "")
+		if err != nil || !created {
+			t.Fatalf("a mint after a top-up = %v, %v; want a session", created, err)
+		}
+		refused()
+		if err := e.l.GrantRefund(e.ctx, topped.GrantID); err != nil {
+			t.Fatal(err)
+		}
+		if _, created, err := e.mintBy(l, "", ""); err != nil || !created {
+			t.Fatalf("a mint after a refund = %v, %v; want a session", created, err)
+		}
+		refused()
+		if err := e.l.LinkRevoke(e.ctx, l.ID); err != nil {
+			t.Fatal(err)
+		}
+		x, created, err := e.mintBy(l, "", "")
+		wantMintRefused(t, x, created, err, ledger.ReasonRevoked)
 	})
 }

@@ -14,10 +14,13 @@ import (
 // (Link.ClaimsAtOnce(confirmed, req.RetriesChecked)), claims it, in one
 // transaction that may decide other claims of this process with it
 // (claimtx.go, group.go). A refusal is explained from the row that
-// transaction locked, by its clock: no second read. A link seen unclaimable may be refused again
-// from the refusal cache (refusals.go) without a statement. req.LinkID is
-// ignored. Errors: ErrNotFound, ErrAmbiguous (with the outcome's grant,
-// and its link when the row was read), ErrUnavailable.
+// transaction locked, by its clock: no second read. A link seen
+// unclaimable may be refused again from the refusal cache (refusals.go)
+// without a statement; the row of a link this claim did not claim at
+// once (a session link, a landing page) is kept there too when it would
+// refuse the caller, for the mint or the confirmation that follows.
+// req.LinkID is ignored. Errors: ErrNotFound, ErrAmbiguous (with the
+// outcome's grant, and its link when the row was read), ErrUnavailable.
 func (s *DB) LinkClaim(ctx context.Context, hash []byte, req ledger.ClaimRequest, confirmed bool) (ledger.ClaimOutcome, error) {
 	if o, ok := s.cachedRefusal(hash, req.AccountID, confirmed, req.RetriesChecked); ok {
 		return o, nil
@@ -30,8 +33,8 @@ func (s *DB) LinkClaim(ctx context.Context, hash []byte, req ledger.ClaimRequest
 	began, epoch := time.Now(), s.refusalEpoch()
 	s.submit(ctx, c)
 	o, err := c.outcome()
-	if err == nil {
-		s.noteRefusal(hash, o, began, epoch)
+	if err == nil && o.Link != nil && o.Grant == nil && (o.Refusal != "" || o.Link.Refusal(req.AccountID, o.Link.ReadAt) != "") {
+		s.noteRefusal(o.Link, began, epoch)
 	}
 	return o, err
 }

@@ -51,6 +51,11 @@ func scanSession(r rowScanner) (*ledger.Session, error) {
 // first rolled back, does the work itself. Errors: ErrRefused (with the
 // reason; ReasonUnknown for no such link), ErrInvalid, ErrAmbiguous (with
 // the session the claim may have minted, for its grant), ErrUnavailable.
+//
+// A link seen unclaimable is refused from the refusal cache (refusals.go)
+// without a claim transaction, but only after what decides first: the
+// client's affinity session (a usable one is returned, as ever), and the
+// mint's idempotency key (mintRefused).
 func (s *DB) SessionMint(ctx context.Context, req ledger.MintRequest) (*ledger.Session, bool, error) {
 	if req.SessionID == "" || len(req.TokenHash) != 32 || req.ByteBudget < 1 || req.MaxConcurrency < 1 || req.MaxConcurrency > 64 || req.ExpiresAt.IsZero() {
 		return nil, false, fmt.Errorf("%w: session id, token hash, budget ≥ 1, 1..64 slots and expiry are required", ledger.ErrInvalid)
@@ -59,10 +64,18 @@ func (s *DB) SessionMint(ctx context.Context, req ledger.MintRequest) (*ledger.S
 		return nil, false, fmt.Errorf("%w: session expiry outside %v..%v", ledger.ErrInvalid, storableMin, storableMax)
 	}
 	req.Claim.Kind = ledger.KindSession
+	// The kept row, if any, as it stood before any key is read below.
+	kept, cached := s.keptByID(req.Claim.LinkID)
 	var aliases []string
 	if req.Affinity {
 		if err := validAffinityKeys(req.AffinityKeys); err != nil {
 			return nil, false, err
+		}
+		if cached && kept.link.RevokedAt != nil {
+			// Every session of a revoked link is dead with it
+			// (Session.Refusal): the client has none to be sent to,
+			// and none its keys could return would serve a byte.
+			return nil, false, ledger.Refused(ledger.ReasonRevoked)
 		}
 		prev, key, now, err := s.latestAffinity(ctx, req.Claim.LinkID, req.Claim.AccountID, req.AffinityKeys)
 		switch {
@@ -92,6 +105,12 @@ func (s *DB) SessionMint(ctx context.Context, req ledger.MintRequest) (*ledger.S
 			}
 		}
 	}
+	if cached {
+		if x, done, err := s.mintRefused(ctx, req, kept); done {
+			return x, false, err
+		}
+	}
+	began, epoch := time.Now(), s.refusalEpoch()
 	for attempt := 0; attempt < 3; attempt++ {
 		c := &claim{linkID: req.Claim.LinkID, req: req.Claim, mint: &mintRows{req: req, aliases: aliases},
 			grant: newGrant(req.Claim, s.now(), req.SessionID)}
@@ -112,10 +131,48 @@ func (s *DB) SessionMint(ctx context.Context, req ledger.MintRequest) (*ledger.S
 			}
 			return x, false, err
 		default:
+			s.noteRefusal(c.link, began, epoch)
 			return nil, false, ledger.Refused(c.refusal)
 		}
 	}
 	return nil, false, fmt.Errorf("%w: idempotency key kept changing hands", ledger.ErrUnavailable)
+}
+
+// mintRefused answers req from kept, the row the refusal cache kept of
+// its link before req's keys were read, when that row refuses req's
+// caller; done says it answered. A keyed mint's key decides first, as in
+// the claim transaction: an affinity mint's key was read by its affinity
+// lookup (every key it mints under is in the range that lookup read);
+// an Idempotency-Key is read here, and a session it names is returned.
+// Neither read can miss a key that matters: the kept row was read, under
+// the link's lock, before them, and a key committed after that row's read
+// came with a grant the row did not allow — a top-up or refund since,
+// which this process's own forgets, and another process's the cache may
+// miss for RefusalCache, as SPEC §1 allows. So the kept row must still be
+// the one the cache holds after the reads: one noted since may have been
+// read after them.
+func (s *DB) mintRefused(ctx context.Context, req ledger.MintRequest, kept refused) (*ledger.Session, bool, error) {
+	if _, ok := s.refuses(kept, req.Claim.AccountID); !ok {
+		return nil, false, nil
+	}
+	if req.IdempotencyKey != "" && !req.Affinity {
+		x, err := s.sessionByKey(ctx, req)
+		switch {
+		case err == nil:
+			return x, true, nil
+		case !errors.Is(err, ledger.ErrNotFound):
+			return nil, true, err
+		}
+	}
+	now, ok := s.keptByID(req.Claim.LinkID)
+	if !ok || !now.seen.Equal(kept.seen) {
+		return nil, false, nil
+	}
+	o, ok := s.refuses(kept, req.Claim.AccountID)
+	if !ok {
+		return nil, false, nil
+	}
+	return nil, true, ledger.Refused(o.Refusal)
 }
 
 func (s *DB) sessionByKey(ctx context.Context, req ledger.MintRequest) (*ledger.Session, error) {
