@@ -251,12 +251,12 @@ func (s *Server) ConnContext(ctx context.Context, c net.Conn) context.Context {
 func (s *Server) Registry() prometheus.Registerer { return s.metrics.Reg }
 
 // ObserveClaimBatch counts one claim transaction of the ledger's: size
-// claims, the oldest of which waited queueWait for it, failed when it did
-// not commit. The process hands it to the ledger (sqlcore.DB.OnClaimBatch)
-// for gateway_claim_batch_size, gateway_claim_batches_total and
-// gateway_claim_queue_wait_seconds.
-func (s *Server) ObserveClaimBatch(size int, queueWait time.Duration, failed bool) {
-	s.metrics.ClaimBatch(size, queueWait, failed)
+// claims, queueWaits how long each claim it decided waited in the queue
+// for it, failed when it did not commit. The process hands it to the
+// ledger (sqlcore.DB.OnClaimBatch) for gateway_claim_batch_size,
+// gateway_claim_batches_total and gateway_claim_queue_wait_seconds.
+func (s *Server) ObserveClaimBatch(size int, queueWaits []time.Duration, failed bool) {
+	s.metrics.ClaimBatch(size, queueWaits, failed)
 }
 
 // Session affinity modes (GATEWAY_SESSION_AFFINITY, SPEC §5).

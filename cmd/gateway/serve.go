@@ -228,7 +228,7 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		return err
 	}
 	// Before anything is served: nothing claims yet.
-	db.OnClaimBatch = func(b sqlcore.ClaimBatchStats) { srv.ObserveClaimBatch(b.Size, b.QueueWait, b.Err != nil) }
+	db.OnClaimBatch = func(b sqlcore.ClaimBatchStats) { srv.ObserveClaimBatch(b.Size, b.QueueWaits, b.Err != nil) }
 	hooks, err := newWebhooks(cfg, db, srv.Registry(), log)
 	if err != nil {
 		return err

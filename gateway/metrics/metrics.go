@@ -37,7 +37,7 @@ type Metrics struct {
 	AdminKeyLookups    prometheus.Counter
 	// Group claims (ledger/sqlcore/group.go): how many claims each claim
 	// transaction decided, how many transactions by result, and how long
-	// the oldest claim of each waited for the transaction in flight.
+	// each claim waited in the queue for the transaction that decided it.
 	ClaimBatchSize prometheus.Histogram
 	ClaimBatches   *prometheus.CounterVec
 	ClaimQueueWait prometheus.Histogram
@@ -108,7 +108,7 @@ func New(version string) *Metrics {
 			Name: "gateway_claim_batches_total", Help: "Claim transactions by result: committed, or failed (its claims then decided alone).",
 		}, []string{"result"}),
 		ClaimQueueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "gateway_claim_queue_wait_seconds", Help: "How long the oldest claim of a claim transaction waited for the one in flight (0: none was).",
+			Name: "gateway_claim_queue_wait_seconds", Help: "How long each claim waited in the queue for the claim transaction that decided it (0: it found none in flight and went at once).",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9),
 		}),
 	}
@@ -136,17 +136,20 @@ func (m *Metrics) Observe(route, method string, status int, d time.Duration, byt
 	m.BodyBytes.WithLabelValues(route).Add(float64(bytes))
 }
 
-// ClaimBatch counts one claim transaction of size claims whose oldest
-// waited queueWait for it; failed when it did not commit (its claims are
-// then decided alone, each a batch of its own).
-func (m *Metrics) ClaimBatch(size int, queueWait time.Duration, failed bool) {
+// ClaimBatch counts one claim transaction of size claims, queueWaits
+// being how long each claim it decided waited in the queue for it (one
+// observation each); failed when it did not commit (its claims are then
+// decided alone, each a batch of its own, which observes its wait).
+func (m *Metrics) ClaimBatch(size int, queueWaits []time.Duration, failed bool) {
 	result := "committed"
 	if failed {
 		result = "failed"
 	}
 	m.ClaimBatches.WithLabelValues(result).Inc()
 	m.ClaimBatchSize.Observe(float64(size))
-	m.ClaimQueueWait.Observe(queueWait.Seconds())
+	for _, w := range queueWaits {
+		m.ClaimQueueWait.Observe(w.Seconds())
+	}
 }
 
 // methodLabel keeps the method label to a fixed set: a client can send any

@@ -220,10 +220,12 @@ func exerciseGroupClaims(t *testing.T, newLedger NewLedger) {
 		var (
 			mu    sync.Mutex
 			sizes []int
+			waits [][]time.Duration
 		)
 		db.OnClaimBatch = func(b sqlcore.ClaimBatchStats) {
 			mu.Lock()
 			sizes = append(sizes, b.Size)
+			waits = append(waits, b.QueueWaits)
 			mu.Unlock()
 		}
 		h := installHooks(db)
@@ -261,6 +263,23 @@ func exerciseGroupClaims(t *testing.T, newLedger NewLedger) {
 		defer mu.Unlock()
 		if grouped && (len(sizes) != 2 || sizes[1] != k) {
 			t.Errorf("claim transactions of sizes %v; want the blocker's, then one of all %d", sizes, k)
+		}
+		// Each claim's own queue wait, once (gateway_claim_queue_wait_
+		// seconds): the blocker found none in flight; each of the k
+		// waited behind it.
+		for i, w := range waits {
+			switch {
+			case len(w) != sizes[i]:
+				t.Errorf("claim transaction %d of %d claims reported %d queue waits %v; want one per claim", i, sizes[i], len(w), w)
+			case grouped && i == 0 && w[0] != 0:
+				t.Errorf("the blocker, alone with none in flight, waited %v in the queue; want 0", w[0])
+			case grouped && i == 1:
+				for j, d := range w {
+					if d <= 0 {
+						t.Errorf("claim %d of the batch waited %v in the queue; it arrived while the blocker's transaction was in flight", j, d)
+					}
+				}
+			}
 		}
 		if st := e.mustStatus(t, l.ID); st.Remaining != 10-k || st.Grants[ledger.StatusGranted] != k {
 			t.Fatalf("remaining=%d grants=%v, want %d and %d", st.Remaining, st.Grants, 10-k, k)

@@ -31,9 +31,13 @@ const MaxClaimBatch = 1024
 type ClaimBatchStats struct {
 	// Size is how many claims it decided: 1 for a claim alone.
 	Size int
-	// QueueWait is how long the oldest of them waited in the queue for
-	// it; 0 for a claim that found no transaction in flight.
-	QueueWait time.Duration
+	// QueueWaits are how long each claim it decided waited in the queue
+	// for it, in arrival order: 0 for a claim that found no transaction
+	// in flight. Each claim's wait is reported once, with the transaction
+	// that decided it: a claim its batch sent to be decided alone (the
+	// batch failed, or it is a keyed mint the batch refused) is counted
+	// with that transaction of its own, so a failed batch has none.
+	QueueWaits []time.Duration
 	// Err is why it failed, nil when it committed or rolled back what it
 	// refused. The claims of a failed batch are decided alone next.
 	Err error
@@ -183,7 +187,6 @@ func (s *DB) decideBatch(batch []*claim) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	err := s.guarded(func() error { return s.decideClaims(ctx, batch) })
-	s.observe(len(batch), batch[0].waited, err)
 	switch {
 	case errors.Is(err, ledger.ErrAmbiguous):
 		s.reconcile(ctx, batch, err)
@@ -192,6 +195,15 @@ func (s *DB) decideBatch(batch []*claim) {
 			c.reset()
 			c.alone = true
 		}
+	}
+	if s.OnClaimBatch != nil {
+		var waits []time.Duration
+		for _, c := range batch {
+			if !c.alone {
+				waits = append(waits, c.waited)
+			}
+		}
+		s.observe(len(batch), waits, err)
 	}
 	for _, c := range batch {
 		close(c.done)
@@ -210,7 +222,9 @@ func (s *DB) decideAlone(ctx context.Context, c *claim, waited time.Duration) {
 		}
 		return err
 	})
-	s.observe(1, waited, err)
+	if s.OnClaimBatch != nil {
+		s.observe(1, []time.Duration{waited}, err)
+	}
 	var ce *commitError
 	switch {
 	case errors.As(err, &ce):
@@ -233,13 +247,14 @@ func (s *DB) guarded(fn func() error) (err error) {
 	return fn()
 }
 
-// observe reports one claim transaction to OnClaimBatch.
-func (s *DB) observe(size int, queueWait time.Duration, err error) {
+// observe reports one claim transaction to OnClaimBatch: its size, the
+// queue waits of the claims it decided, its error.
+func (s *DB) observe(size int, queueWaits []time.Duration, err error) {
 	if s.OnClaimBatch != nil {
 		var ce *commitError
 		if errors.As(err, &ce) {
 			err = ce.err
 		}
-		s.OnClaimBatch(ClaimBatchStats{Size: size, QueueWait: queueWait, Err: err})
+		s.OnClaimBatch(ClaimBatchStats{Size: size, QueueWaits: queueWaits, Err: err})
 	}
 }
