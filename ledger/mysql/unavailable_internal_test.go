@@ -72,17 +72,11 @@ func (f failingConnector) Driver() driver.Driver                        { return
 // TestTiDBsLockWaitsAreUnavailable: the answers TiDB gives a statement
 // that waited for a held row (1205 in pessimistic mode, 1105 "lock wait
 // timeout" on some paths, as v8.5.3 answered AllowanceAdd and LinkRevoke)
-// and its write conflicts are run again and then ErrUnavailable (503),
-// never an unclassified error (500).
+// and its write conflicts (tidbLockWaits) are run again and then
+// ErrUnavailable (503), never an unclassified error (500). The claim
+// path's: TestTiDBsLockWaitsInAClaimAreUnavailable.
 func TestTiDBsLockWaitsAreUnavailable(t *testing.T) {
-	for _, e := range []*gomysql.MySQLError{
-		{Number: 1205, Message: "Lock wait timeout exceeded; try restarting transaction"},
-		{Number: 1105, Message: "lock wait timeout"},
-		{Number: 1105, Message: "pessimistic lock retry limit reached"},
-		{Number: 8002, Message: "can not retry select for update statement"},
-		{Number: 8022, Message: "Error: KV error safe to retry"},
-		{Number: 9007, Message: "Write conflict"},
-	} {
+	for _, e := range tidbLockWaits {
 		for name, call := range map[string]func(*sqlcore.DB) error{
 			"AllowanceAdd": func(db *sqlcore.DB) error { return db.AllowanceAdd(context.Background(), "l", 1, "more") },
 			"LinkRevoke":   func(db *sqlcore.DB) error { return db.LinkRevoke(context.Background(), "l") },
