@@ -7,6 +7,7 @@ import (
 
 	"github.com/dlgate/dlgate/apikey"
 	"github.com/dlgate/dlgate/gateway"
+	"github.com/dlgate/dlgate/gateway/console"
 	"github.com/dlgate/dlgate/internal/refusal"
 )
 
@@ -72,6 +73,34 @@ func TestEveryAdminRouteDeclaresAKnownScope(t *testing.T) {
 		}
 		if refused == open {
 			t.Errorf("%s %s (scope %s) without a credential = %d %s", rt.Method, rt.Pattern, rt.Scope, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestTheNavigationNeedsTheScopesOfItsRoutes holds the console's
+// navigation against the route table: the entry of each page is shown to
+// a key holding the scope that the page's GET route demands, no other, so
+// that a key never sees an entry that leads to a 403, nor misses one it
+// may open.
+func TestTheNavigationNeedsTheScopesOfItsRoutes(t *testing.T) {
+	h := MustHarness(t)
+	routes := map[string]string{}
+	for _, rt := range h.Server.AdminRoutes() {
+		if rt.Console && rt.Method == http.MethodGet {
+			routes[rt.Pattern] = rt.Scope
+		}
+	}
+	nav := console.NavScopes()
+	if len(nav) == 0 {
+		t.Fatal("the console's navigation is empty")
+	}
+	for path, scope := range nav {
+		got, ok := routes[path]
+		switch {
+		case !ok:
+			t.Errorf("the navigation's %s is no console GET route", path)
+		case got != string(scope):
+			t.Errorf("the navigation shows %s to keys with %s; its route demands %s", path, scope, got)
 		}
 	}
 }

@@ -30,6 +30,17 @@ var navPages = []navPage{
 	{Base + "audit", "Audit", apikey.AuditRead, []string{"audit"}},
 }
 
+// NavScopes are the console's navigation pages and the scope each shows
+// its entry for, by path: what TestTheNavigationNeedsTheScopesOfItsRoutes
+// holds against the route table.
+func NavScopes() map[string]apikey.Scope {
+	out := make(map[string]apikey.Scope, len(navPages))
+	for _, p := range navPages {
+		out[p.Path] = p.Scope
+	}
+	return out
+}
+
 // navEntry is a navigation entry as the layout shows it.
 type navEntry struct {
 	Path, Label string

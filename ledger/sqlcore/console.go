@@ -29,7 +29,7 @@ FROM console_sessions c LEFT JOIN api_keys k ON k.id = c.key_id`
 // expired. The ledger cannot tell whether a bootstrap session was opened
 // with the token configured now (it keeps nothing derived from the
 // token): the console checks that on every request, from the cookie's
-// secret (admin.Handler.ConsoleSessionBound). Arguments: now, now, -idle,
+// secret (admin.Auth.ConsoleSessionBound). Arguments: now, now, -idle,
 // the bootstrap key id, now.
 const consoleLive = ` c.expires_at > {now} AND c.last_seen_at > {now+}
   AND (c.key_id = ? OR (k.id IS NOT NULL AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > {now})))`
