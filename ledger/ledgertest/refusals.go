@@ -166,6 +166,14 @@ func exerciseRefusals(t *testing.T, newLedger NewLedger) {
 			o, err := e.outcome(c.l.TokenHash, c.account, false)
 			wantRefused(t, o, err, c.l, c.reason, e.clock.Now())
 		}
+		// Nor is a retry of a revoked or expired link asked of the
+		// database: it has none to serve.
+		for _, c := range cases[:2] {
+			g, err := e.l.GrantRetryBegin(e.ctx, ledger.RetryRequest{LinkID: c.l.ID, ClientKeys: []string{"c:someone"}})
+			if !errors.Is(err, ledger.ErrNotFound) || g != nil {
+				t.Errorf("GrantRetryBegin of a %s link with the pool closed = %v, %v; want ErrNotFound from the cache", c.reason, g, err)
+			}
+		}
 	})
 	t.Run("AGrantNeverComesFromTheCache", func(t *testing.T) {
 		t.Parallel()

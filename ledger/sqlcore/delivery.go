@@ -437,6 +437,14 @@ func (s *DB) GrantRetryBegin(ctx context.Context, req ledger.RetryRequest) (*led
 	if req.LinkID == "" || lease < 0 {
 		return nil, fmt.Errorf("%w: a link id and a lease ≥ 0 are required", ledger.ErrInvalid)
 	}
+	// A retry is served only while its link lives: a link the refusal
+	// cache holds revoked or expired (for good, refusals.go) has none to
+	// serve, and its GETs cost no statement here either.
+	if e, ok := s.keptByID(req.LinkID); ok {
+		if o, ok := s.refuses(e, req.AccountID); ok && (o.Refusal == ledger.ReasonRevoked || o.Refusal == ledger.ReasonExpired) {
+			return nil, ledger.ErrNotFound
+		}
+	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	read := func(where string, args ...any) (retryRead, error) {
