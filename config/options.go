@@ -36,6 +36,10 @@ const (
 	// Five times SlotIdle: the slot another process kept idle is back in
 	// the database well before a waiting request gives up.
 	DefaultSlotWait = 250 * time.Millisecond
+	// DefaultReportEvery is how often at most a process reports a
+	// session's acknowledged ranges while its requests run: a crash loses
+	// at most that much delivery evidence.
+	DefaultReportEvery = time.Second
 	// DefaultUploadMaxSize is S3's largest object, 5 TiB.
 	DefaultUploadMaxSize = 5 << 40
 	// DefaultUploadLockLease is how long a request's lock of an upload
@@ -115,6 +119,10 @@ type Sessions struct {
 	// least twice SlotIdle).
 	SlotIdle time.Duration
 	SlotWait time.Duration
+	// ReportEvery is how long at least passes between two reports of a
+	// session's acknowledged ranges by one process while its requests run
+	// (DefaultReportEvery).
+	ReportEvery time.Duration
 }
 
 // Retention is what the sweeper deletes, and when (SPEC §6); zero keeps
@@ -171,6 +179,7 @@ func ApplyDefaults(t *Timeouts, s *Sessions, u *UploadLimits) {
 		{&s.WarmRowTTL, DefaultWarmRowTTL},
 		{&s.SlotIdle, DefaultSlotIdle},
 		{&s.SlotWait, DefaultSlotWait},
+		{&s.ReportEvery, DefaultReportEvery},
 		{&u.UploadExpiry, DefaultUploadExpiry},
 		{&u.UploadLockLease, DefaultUploadLockLease},
 		{&u.UploadLockWait, DefaultUploadLockWait},

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlgate/dlgate/gateway/warm"
+	"github.com/dlgate/dlgate/config"
 	"github.com/dlgate/dlgate/internal/testenv"
 )
 
@@ -218,7 +218,7 @@ type sessionStats struct {
 func settledSession(t *testing.T, db *sql.DB, sessionID string, gws ...*Gateway) sessionStats {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	time.Sleep(warm.DefaultWarmIdle)
+	time.Sleep(config.DefaultWarmIdle)
 	for {
 		st := sessionRecords(t, sessionID, gws...)
 		st.drawn = bytesDrawn(t, db, sessionID)

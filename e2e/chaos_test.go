@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlgate/dlgate/gateway/warm"
+	"github.com/dlgate/dlgate/config"
 	"github.com/dlgate/dlgate/internal/testenv"
 )
 
@@ -142,8 +142,8 @@ func TestChaosStoreFrozenMidStream(t *testing.T) {
 	}
 	// The process that served the cut range keeps its slot and unsent
 	// budget warm for the session's next request for a second
-	// (warm.DefaultWarmIdle), then gives both back.
-	time.Sleep(warm.DefaultWarmIdle + 500*time.Millisecond)
+	// (config.DefaultWarmIdle), then gives both back.
+	time.Sleep(config.DefaultWarmIdle + 500*time.Millisecond)
 	// The slot came back with the cut: a new request on the one-slot
 	// session reaches the store (504), it is not refused with 429.
 	probe := MustFetch(t, http.MethodGet, c.Gateways[2].On(s.SessionURL), "Range", "bytes=0-99")
@@ -281,7 +281,7 @@ func TestChaosGatewayKilledMidStream(t *testing.T) {
 	// And the budget a survivor drew but did not send goes back once its
 	// warm window ends (a whole response ends when its bytes left the
 	// host, so the holding range ends barely before its client has it).
-	time.Sleep(warm.DefaultWarmIdle + 500*time.Millisecond)
+	time.Sleep(config.DefaultWarmIdle + 500*time.Millisecond)
 	share := bytesDrawn(t, db, s.SessionID) - survivors
 	t.Logf("kill -9 and budget: the killed process drew %d bytes for its 2 ranges, whose clients received %d; at most %d lost with it",
 		share, received, share-received)

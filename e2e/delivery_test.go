@@ -19,7 +19,7 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 
-	"github.com/dlgate/dlgate/gateway/warm"
+	"github.com/dlgate/dlgate/config"
 	"github.com/dlgate/dlgate/internal/testenv"
 )
 
@@ -397,7 +397,7 @@ func TestSplitDownloadsCutAndResumedAcrossTwoProcessesReachFullCoverage(t *testi
 			cut := saved()
 			// Each process reports what it gathered once the session has
 			// been idle there for its warm second.
-			time.Sleep(warm.DefaultWarmIdle + 1500*time.Millisecond)
+			time.Sleep(config.DefaultWarmIdle + 1500*time.Millisecond)
 			after := mustDeliveries(t, admin, l.ID, "")[0].Delivery
 			if after.Status != "partial" || after.Coverage >= 1 || after.BytesAcked < cut {
 				t.Errorf("after the cut with %d bytes saved: delivery %+v, want partial with at least what the tool saved acknowledged", cut, after)

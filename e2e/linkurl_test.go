@@ -144,7 +144,7 @@ func resumeFromLinkURL(t *testing.T, c *Cluster, db *sql.DB, obj *Object, tool l
 	}
 
 	// What the cut run drew, once each process gave back what it kept
-	// of the budget (the session idle for warm.DefaultWarmIdle).
+	// of the budget (the session idle for config.DefaultWarmIdle).
 	time.Sleep(2500 * time.Millisecond)
 	var cutDrawn int64
 	if ids := linkSessions(t, db, link.ID); len(ids) == 1 {

@@ -15,14 +15,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlgate/dlgate/gateway/warm"
+	"github.com/dlgate/dlgate/config"
 )
 
 // testAria2cSplitsASession: aria2c with 16 connections on a session capped
 // at 4 concurrent requests (spread over the processes by the balancer)
 // ends with a byte-exact file, for one allowance. aria2c 1.36 does not
 // retry a 429 (only 502/503, after --retry-wait): it drops the connection.
-// A request over the cap waits briefly for a slot (warm.DefaultSlotWait)
+// A request over the cap waits briefly for a slot (config.DefaultSlotWait)
 // before its 429, so aria2c mostly completes in one run; when the 429s
 // took every connection it had, it exits 22 and its own resume (the same
 // command again, continuing from its .aria2 file) fetches the rest
@@ -287,13 +287,13 @@ func testRevokeEndsSessions(t *testing.T, c *Cluster, obj *Object) {
 	}
 	// gone: the process whose admin API revoked answers 404 at once; a
 	// process that served the session keeps its row warm for at most
-	// warm.DefaultWarmRowTTL (1 s), so it answers 404 within that.
+	// config.DefaultWarmRowTTL (1 s), so it answers 404 within that.
 	gone := func(t *testing.T, rawURL string) {
 		t.Helper()
 		start := time.Now()
 		for i, g := range c.Gateways {
 			r := MustFetch(t, http.MethodGet, g.On(rawURL), "Range", "bytes=0-1023")
-			for i > 0 && r.Status != http.StatusNotFound && time.Since(start) < warm.DefaultWarmRowTTL+time.Second {
+			for i > 0 && r.Status != http.StatusNotFound && time.Since(start) < config.DefaultWarmRowTTL+time.Second {
 				time.Sleep(50 * time.Millisecond)
 				r = MustFetch(t, http.MethodGet, g.On(rawURL), "Range", "bytes=0-1023")
 			}

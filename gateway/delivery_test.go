@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlgate/dlgate/gateway/warm"
+	"github.com/dlgate/dlgate/config"
 )
 
 // grantJSON is a grant as GET /v1/links/{id}/grants shows it.
@@ -235,7 +235,7 @@ func TestASessionsRangesAreReportedWithItsBudgetReturnsNotOnePerRange(t *testing
 	reports := h.Ledger.Calls("SessionDeliveryRecord")
 	// At most one report a second while requests run, the first at once;
 	// the rest waits for the idle second.
-	if most := 1 + int(took/warm.DefaultReportEvery); reports > most {
+	if most := 1 + int(took/config.DefaultReportEvery); reports > most {
 		t.Errorf("%d ranges in %v made %d delivery reports, want at most %d: one a second", n, took, reports, most)
 	}
 	h.Server.Flush()

@@ -133,7 +133,7 @@ func New(opts Options) (*Server, error) {
 	w := warm.New(warm.Config{
 		Rows: opts.Ledger, Budget: opts.Ledger, Slots: opts.Ledger, Reports: opts.Ledger, Log: log, Now: opts.Now, Drew: m.BudgetDraw.Inc,
 		RowTTL: opts.WarmRowTTL, Idle: opts.WarmIdle, Lease: opts.SlotLease, Keep: opts.WarmBudget,
-		SlotIdle: opts.SlotIdle, SlotWait: opts.SlotWait, Chunk: opts.Chunk,
+		SlotIdle: opts.SlotIdle, SlotWait: opts.SlotWait, Chunk: opts.Chunk, ReportEvery: opts.ReportEvery,
 	})
 	pipeline := deliver.New(deliver.Config{Store: opts.Store, Log: log, Metrics: m, WriteTimeout: opts.WriteTimeout,
 		OpenTimeout: opts.StoreOpenTimeout, IdleTimeout: opts.StoreIdleTimeout, Now: opts.Now})

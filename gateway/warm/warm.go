@@ -39,20 +39,6 @@ import (
 	"github.com/dlgate/dlgate/sessions"
 )
 
-// Defaults of the warm-session knobs (gateway.Options.WarmIdle, …),
-// applied by gateway.New.
-const (
-	DefaultWarmIdle   = time.Second
-	DefaultWarmRowTTL = time.Second
-	DefaultWarmBudget = sessions.DefaultChunk
-	// A download manager's next range follows its last one within a
-	// round trip; a slot idle longer than that is better released.
-	DefaultSlotIdle = 50 * time.Millisecond
-	// Five times SlotIdle: the slot another process kept idle is back in
-	// the database well before a waiting request gives up.
-	DefaultSlotWait = 250 * time.Millisecond
-)
-
 // Reporter takes what a process gathered of a session since its last
 // report: the budget it drew and gives back, and the ranges its clients
 // acknowledged (ledger.Deliveries' SessionDeliveryRecord, which gives the
@@ -61,12 +47,10 @@ type Reporter interface {
 	SessionDeliveryRecord(ctx context.Context, d ledger.SessionDelivery) error
 }
 
-// DefaultReportEvery is how often at most a process reports a session's
-// acknowledged ranges while its requests run.
-const DefaultReportEvery = time.Second
-
 // Config is what warm sessions need: the parts of the ledger they call
-// and their knobs, all required. They know nothing else of the gateway.
+// and their knobs, all required: their defaults are config's
+// (config.Sessions), applied once by config.ApplyDefaults. They know
+// nothing else of the gateway.
 type Config struct {
 	Rows    ledger.Sessions
 	Budget  ledger.Budget
@@ -91,7 +75,7 @@ type Config struct {
 	Chunk int64
 	// ReportEvery is how long at least passes between two reports of a
 	// session's acknowledged ranges by this process while its requests
-	// run (0: DefaultReportEvery); budget returns go when they are due.
+	// run; budget returns go when they are due.
 	ReportEvery time.Duration
 }
 
@@ -131,9 +115,6 @@ type entry struct {
 func New(c Config) *Sessions {
 	if c.Drew == nil {
 		c.Drew = func() {}
-	}
-	if c.ReportEvery <= 0 {
-		c.ReportEvery = DefaultReportEvery
 	}
 	c.SlotWait = max(c.SlotWait, 2*c.SlotIdle)
 	return &Sessions{Config: c, byID: map[string]*entry{}, byHash: map[string]*entry{}}

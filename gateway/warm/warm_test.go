@@ -71,7 +71,7 @@ func newTestWarm(l *fakeWarmLedger, keep int64) *Sessions {
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), RowTTL: time.Second, Idle: time.Hour, Lease: time.Minute, Keep: keep,
 		// A finished request's slot stays idle until the test lets go:
 		// its release never races the test's count.
-		SlotIdle: time.Hour, SlotWait: DefaultSlotWait, Chunk: sessions.DefaultChunk})
+		SlotIdle: time.Hour, SlotWait: 2 * time.Hour, Chunk: sessions.DefaultChunk, ReportEvery: time.Second})
 }
 
 var warmRow = &ledger.Session{ID: "s1", LinkID: "l1", TokenHash: []byte("h1"), ByteBudget: 1 << 40, MaxConcurrency: 64}
