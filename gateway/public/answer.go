@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/dlgate/dlgate/auth"
 	"github.com/dlgate/dlgate/gateway/problem"
 	"github.com/dlgate/dlgate/ledger"
 )
@@ -41,6 +40,12 @@ var (
 	// or session: 401 with a bare Bearer challenge (RFC 6750 §3: no error
 	// code when the request had no credential at all; SPEC §3 step 3).
 	errAccountRequired = &refused{p: problem.AuthRequired, header: "WWW-Authenticate", value: "Bearer", why: "account_required"}
+	// errInvalidCredential is a credential the authenticator refused: 401
+	// with the RFC 6750 §3.1 invalid_token challenge.
+	errInvalidCredential = &refused{p: problem.AuthRequired, header: "WWW-Authenticate", value: `Bearer error="invalid_token"`, why: "invalid_credential"}
+	// errAuthUnavailable is a credential that cannot be checked while the
+	// keys to check it cannot be had: 503.
+	errAuthUnavailable = &refused{p: problem.AuthUnavailable, header: "Retry-After", value: "5", why: "auth_unavailable"}
 	// errBadIdempotencyKey is an Idempotency-Key that is not 1–255
 	// visible ASCII characters (SPEC §3).
 	errBadIdempotencyKey = &refused{p: problem.BadRequest, detail: "Idempotency-Key must be 1 to 255 visible ASCII characters.", why: "bad_idempotency_key"}
@@ -55,39 +60,16 @@ func errRetryInFlight(busy *ledger.RetryInFlightError) error {
 		detail: "Another download of this file by this client is in progress under the same grant; it was not counted again."}
 }
 
-// credentialError is the answer to a credential the authenticator
-// refused: 401 with the RFC 6750 §3.1 invalid_token challenge, or 503
-// while the keys to check it cannot be had.
-func credentialError(err error) error {
-	if errors.Is(err, auth.ErrUnavailable) {
-		return &refused{p: problem.AuthUnavailable, header: "Retry-After", value: "5", why: "auth_unavailable"}
-	}
-	return &refused{p: problem.AuthRequired, header: "WWW-Authenticate", value: `Bearer error="invalid_token"`, why: "invalid_credential"}
-}
-
-// attrsError carries the log attributes of what the error is about (the
-// link, session and grant ids) to the one place that logs it.
-type attrsError struct {
-	error
-	attrs []any
-}
-
-func (e *attrsError) Unwrap() error { return e.error }
-
-// about adds attrs to err for the log; nil stays nil.
-func about(err error, attrs ...any) error {
-	if err == nil {
-		return nil
-	}
-	return &attrsError{err, attrs}
-}
-
-// fail answers err on a route whose generic 404 is notFound.
-func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error, notFound problem.Problem) {
+// fail answers err on a route whose generic 404 is notFound, and logs it
+// with what c (nil when the request could not be read) was about.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, c *call, err error, notFound problem.Problem) {
 	var attrs []any
-	var ae *attrsError
-	if errors.As(err, &ae) {
-		attrs = ae.attrs
+	if c != nil {
+		for _, a := range [...][2]string{{"session_id", c.sessionID}, {"link_id", c.linkID}, {"grant_id", c.grantID}} {
+			if a[1] != "" {
+				attrs = append(attrs, a[0], a[1])
+			}
+		}
 	}
 	var re *refused
 	if errors.As(err, &re) {

@@ -40,8 +40,9 @@ func (h *Handler) sessionURL(x *ledger.Session) string {
 }
 
 func (h *Handler) sessionBody(x *ledger.Session) sessionBody {
+	u := h.sessionURL(x)
 	return sessionBody{
-		SessionURL: h.sessionURL(x), NamedSessionURL: h.sessionURL(x) + "/" + httpx.URLName(x.Filename, x.Object.Key), SessionID: x.ID,
+		SessionURL: u, NamedSessionURL: u + "/" + httpx.URLName(x.Filename, x.Object.Key), SessionID: x.ID,
 		ExpiresAt: httpx.RFC3339(x.ExpiresAt), ByteBudget: x.ByteBudget, MaxConcurrency: x.MaxConcurrency,
 		Object: sessionObject{Size: x.Object.Size, ETag: x.Object.ETag, ContentType: x.Object.ContentType,
 			Filename: httpx.FileName(x.Filename, x.Object.Key)},
@@ -57,17 +58,18 @@ func (h *Handler) Mint(w http.ResponseWriter, r *http.Request) {
 	case c.badKey:
 		err = errBadIdempotencyKey
 	case c.authErr != nil:
-		err = credentialError(c.authErr)
+		err = c.authErr
 	default:
 		var l *ledger.Link
 		if l, err = h.links.get(c.ctx, h.Claims, c.hash); err == nil {
+			c.linkID = l.ID
 			if err = admit(c, l); err == nil {
 				err = h.mint(w, c, l, mintOptions{key: c.idempotencyKey})
 			}
 		}
 	}
 	if err != nil {
-		h.fail(w, r, err, problem.LinkUnavailable)
+		h.fail(w, r, c, err, problem.LinkUnavailable)
 	}
 }
 
@@ -86,24 +88,27 @@ func (h *Handler) mint(w http.ResponseWriter, c *call, l *ledger.Link, o mintOpt
 		return nil
 	}
 	id := uuid.Must(uuid.NewV7()).String()
-	ttl, budget, slots := h.sessionDefaults(l).Resolve(l.Object.Size)
+	now := h.dbTime(l.ReadAt)
+	// The link's session settings over the gateway's.
+	defaults := sessions.Defaults{TTL: l.Session.TTL, ByteBudget: l.Session.ByteBudget, MaxConcurrency: l.Session.MaxConcurrency}.Or(h.Defaults)
+	ttl, budget, slots := defaults.Resolve(l.Object.Size)
 	x, created, err := h.Claims.SessionMint(c.ctx, ledger.MintRequest{
 		Claim:          ledger.ClaimRequest{LinkID: l.ID, AccountID: c.caller.Account, Client: c.client},
 		SessionID:      id,
 		TokenHash:      token.Hash(h.Keys.Derive(token.Session, id)),
 		ByteBudget:     budget,
 		MaxConcurrency: slots,
-		ExpiresAt:      sessions.SessionExpiry(h.dbTime(l.ReadAt), l.ExpiresAt, ttl),
+		ExpiresAt:      sessions.SessionExpiry(now, l.ExpiresAt, ttl),
 		IdempotencyKey: o.key,
 		Affinity:       o.affinity.on,
 		AffinityKeys:   o.affinity.keys,
 	})
 	if err != nil {
 		if errors.Is(err, ledger.ErrAmbiguous) && x != nil {
-			h.settleUnknown(c.ctx, unknownClaim{grantID: x.GrantID, sessionID: x.ID}, attrs)
+			h.settler.settleUnknown(c.ctx, unknownClaim{grantID: x.GrantID, sessionID: x.ID}, attrs)
 		}
 		h.Metrics.Claims.WithLabelValues(ledger.KindSession, problem.ReasonOf(err)).Inc()
-		return about(err, attrs...)
+		return err
 	}
 	attrs = append(attrs, "session_id", x.ID, "grant_id", x.GrantID)
 	status := http.StatusOK
@@ -114,13 +119,13 @@ func (h *Handler) mint(w http.ResponseWriter, c *call, l *ledger.Link, o mintOpt
 		h.Metrics.Sessions.WithLabelValues("created").Inc()
 		h.Log.InfoContext(c.ctx, "session minted", attrs...)
 		if o.affinity.on {
-			h.noteAffinity(c, "minted", x)
+			h.clients.note(c, "minted", x)
 			if o.affinity.cookie != "" {
-				h.setClientCookie(w, c, o.affinity.cookie, x.ExpiresAt)
+				h.clients.setCookie(w, c, o.affinity.cookie, x.ExpiresAt)
 			}
 		}
 	case o.affinity.on:
-		h.noteAffinity(c, "reused", x)
+		h.clients.note(c, "reused", x)
 		h.Log.InfoContext(c.ctx, "affinity session reused", attrs...)
 	default:
 		h.Metrics.Sessions.WithLabelValues("replayed").Inc()

@@ -1,10 +1,15 @@
 // Package public serves the gateway's public routes (SPEC §3, §5, §8): a
-// link URL /d/{token} (Link: claims, streams, session mints, affinity,
-// previews and landing pages), its explicit mint POST /d/{token}/sessions
-// (Mint), and a session URL /s/{token} (Session). Every object byte goes
-// out through the one pipeline, gateway/deliver; a link's stream is
-// claimed before it, a session's budget and slot are its meter
-// (gateway/warm).
+// link URL /d/{token} (Link), its explicit mint POST /d/{token}/sessions
+// (Mint), and a session URL /s/{token} (Session).
+//
+// A request is read once (request.go), then goes down one branch, each in
+// a file of its own, and what stopped it is answered in one place
+// (answer.go). On a link URL the branches are a Range, sent to the
+// client's session (affinity.go); a HEAD or a preview, which claims
+// nothing (head.go); and a claim (claim.go), which streams (stream.go) or
+// mints a session (mint.go). Every object byte goes out through the one
+// pipeline, gateway/deliver; a link's stream is claimed before it, a
+// session's budget and slot are its meter (gateway/warm).
 package public
 
 import (
@@ -64,10 +69,16 @@ type Config struct {
 	Now        func() time.Time
 }
 
-// Handler serves the public routes.
+// Handler serves the public routes. What is not a route's own step is
+// done by small helpers of one role each: who a client is to the ledger
+// (clients, affinity.go), the settling of claims whose outcome is unknown
+// (settler, reconcile.go) and the refusal limit (refusalGuard,
+// refusals.go).
 type Handler struct {
 	Config
 	links    linkCache
+	clients  *clients
+	settler  *settler
 	refusals *refusalGuard
 	// records are the delivery records of ended stream responses still
 	// being written (stream.go).
@@ -77,11 +88,9 @@ type Handler struct {
 // New returns the public routes' handler.
 func New(c Config) *Handler {
 	h := &Handler{Config: c}
-	h.refusals = newRefusalGuard(h)
+	h.clients = &clients{mode: c.Affinity, claims: c.Claims, deliveries: c.Deliveries, retryLease: c.RetryLease, log: c.Log, metrics: c.Metrics,
+		now: c.Now}
+	h.settler = &settler{claims: c.Claims, log: c.Log, metrics: c.Metrics}
+	h.refusals = newRefusalGuard(c)
 	return h
-}
-
-// sessionDefaults layers the link's session settings over the gateway's.
-func (h *Handler) sessionDefaults(l *ledger.Link) sessions.Defaults {
-	return sessions.Defaults{TTL: l.Session.TTL, ByteBudget: l.Session.ByteBudget, MaxConcurrency: l.Session.MaxConcurrency}.Or(h.Defaults)
 }

@@ -3,8 +3,10 @@ package public
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
+	"github.com/dlgate/dlgate/gateway/metrics"
 	"github.com/dlgate/dlgate/ledger"
 )
 
@@ -34,6 +36,15 @@ const (
 	refundMaxPause = 5 * time.Minute
 )
 
+// settler gives back what a claim spent when no byte of it could be
+// sent: a claim whose commit outcome is unknown (settleUnknown), and a
+// stream's claim of which no byte left (refund, stream.go).
+type settler struct {
+	claims  ledger.Claims
+	log     *slog.Logger
+	metrics *metrics.Metrics
+}
+
 // unknownClaim is a claim whose commit outcome is unknown: its grant and,
 // for a mint, the session it may have minted.
 type unknownClaim struct {
@@ -42,39 +53,39 @@ type unknownClaim struct {
 
 // settle refunds the claim (and so revokes the session it may have
 // minted: nobody was told its URL). ErrNotFound: it never committed.
-func (h *Handler) settle(ctx context.Context, u unknownClaim) error {
+func (s *settler) settle(ctx context.Context, u unknownClaim) error {
 	ctx, cancel := context.WithTimeout(ledger.WithoutWait(ctx), refundWait)
 	defer cancel()
-	return h.Claims.GrantRefund(ctx, u.grantID)
+	return s.claims.GrantRefund(ctx, u.grantID)
 }
 
 // settleUnknown gives back u, a claim whose commit outcome is unknown,
 // before its request is answered 503; it reports whether the outcome is
 // now settled (refunded, or never committed).
-func (h *Handler) settleUnknown(ctx context.Context, u unknownClaim, attrs []any) bool {
+func (s *settler) settleUnknown(ctx context.Context, u unknownClaim, attrs []any) bool {
 	attrs = append(attrs, "grant_id", u.grantID)
 	if u.sessionID != "" {
 		attrs = append(attrs, "session_id", u.sessionID)
 	}
 	ctx = context.WithoutCancel(ctx)
-	if h.settled(ctx, h.settle(ctx, u), attrs) {
+	if s.settled(ctx, s.settle(ctx, u), attrs) {
 		return true
 	}
-	h.Log.WarnContext(ctx, "claim's commit outcome is unknown; refund retried in the background", attrs...)
-	go h.refundLater(ctx, u, attrs)
+	s.log.WarnContext(ctx, "claim's commit outcome is unknown; refund retried in the background", attrs...)
+	go s.refundLater(ctx, u, attrs)
 	return false
 }
 
 // settled logs and counts a settlement that err ended; false when the
 // database could not answer.
-func (h *Handler) settled(ctx context.Context, err error, attrs []any) bool {
+func (s *settler) settled(ctx context.Context, err error, attrs []any) bool {
 	switch {
 	case err == nil:
-		h.Metrics.Refunds.WithLabelValues("commit_unknown").Inc()
-		h.Log.WarnContext(ctx, "claim's commit outcome was unknown; it had committed and is refunded", attrs...)
+		s.metrics.Refunds.WithLabelValues("commit_unknown").Inc()
+		s.log.WarnContext(ctx, "claim's commit outcome was unknown; it had committed and is refunded", attrs...)
 		return true
 	case errors.Is(err, ledger.ErrNotFound):
-		h.Log.InfoContext(ctx, "claim's commit outcome was unknown; it had not committed", attrs...)
+		s.log.InfoContext(ctx, "claim's commit outcome was unknown; it had not committed", attrs...)
 		return true
 	}
 	return false
@@ -83,14 +94,25 @@ func (h *Handler) settled(ctx context.Context, err error, attrs []any) bool {
 // refundLater retries the settlement of u with growing pauses until the
 // database settles it. A process that stops meanwhile leaves it to the
 // operator: the error line names the grant.
-func (h *Handler) refundLater(ctx context.Context, u unknownClaim, attrs []any) {
+func (s *settler) refundLater(ctx context.Context, u unknownClaim, attrs []any) {
 	pause := time.Second
 	for range refundRetries {
 		time.Sleep(pause)
 		pause = min(2*pause, refundMaxPause)
-		if h.settled(ctx, h.settle(ctx, u), attrs) {
+		if s.settled(ctx, s.settle(ctx, u), attrs) {
 			return
 		}
 	}
-	h.Log.ErrorContext(ctx, "claim's commit outcome is still unknown; refund it by hand if it exists", attrs...)
+	s.log.ErrorContext(ctx, "claim's commit outcome is still unknown; refund it by hand if it exists", attrs...)
+}
+
+// refund gives back g's allowance; cause labels the refund metric. It
+// reports whether the refund took place (a failed one is logged).
+func (s *settler) refund(ctx context.Context, g *ledger.Grant, cause string, attrs []any) bool {
+	if err := s.claims.GrantRefund(context.WithoutCancel(ctx), g.ID); err != nil {
+		s.log.ErrorContext(ctx, "refund failed", append(attrs, "cause", cause, "err", err)...)
+		return false
+	}
+	s.metrics.Refunds.WithLabelValues(cause).Inc()
+	return true
 }

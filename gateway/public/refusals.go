@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dlgate/dlgate/gateway/httpx"
+	"github.com/dlgate/dlgate/gateway/metrics"
 	"github.com/dlgate/dlgate/gateway/problem"
 	"github.com/dlgate/dlgate/internal/refusal"
 	"github.com/dlgate/dlgate/token"
@@ -42,12 +44,18 @@ type refusalGuard struct {
 	lim    *refusal.Limiter
 	hold   time.Duration // <= 0: never hold
 	slots  chan struct{} // one per held request
+
+	keys       *token.Keys
+	clientAddr func(*http.Request) netip.Addr
+	now        func() time.Time
+	log        *slog.Logger
+	metrics    *metrics.Metrics
 }
 
-func newRefusalGuard(h *Handler) *refusalGuard {
-	g := &refusalGuard{tokens: refusal.NewTokens(0), lim: refusal.New(refusal.Config{}), hold: h.RefusalHold,
-		slots: make(chan struct{}, maxHeldRefusals)}
-	h.Metrics.Reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+func newRefusalGuard(c Config) *refusalGuard {
+	g := &refusalGuard{tokens: refusal.NewTokens(0), lim: refusal.New(refusal.Config{}), hold: c.RefusalHold,
+		slots: make(chan struct{}, maxHeldRefusals), keys: c.Keys, clientAddr: c.ClientAddr, now: c.Now, log: c.Log, metrics: c.Metrics}
+	c.Metrics.Reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "gateway_refusal_keys", Help: "Client and token pairs the refusal limiter remembers (bounded).",
 	}, func() float64 { return float64(g.lim.Len()) }))
 	return g
@@ -67,13 +75,13 @@ func spendsNothing(status int) bool {
 // h runs, and h's refusals are counted after it. While no client is under
 // penalty, a request that is not refused pays one atomic load.
 func (h *Handler) Bound(kind token.Kind, next http.Handler) http.Handler {
+	g := h.refusals
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g := h.refusals
 		if !g.lim.Quiet() {
-			if now, tok := h.Now(), tokenOf(r); g.lim.AnyPenalty(now) && tok != "" {
-				k := g.lim.Key(h.ClientAddr(r), string(kind), tok)
+			if now, tok := g.now(), tokenOf(r); g.lim.AnyPenalty(now) && tok != "" {
+				k := g.lim.Key(g.clientAddr(r), string(kind), tok)
 				if p, ok := g.lim.Throttled(k, now); ok {
-					h.refuseThrottled(w, r, k, p)
+					g.refuseThrottled(w, r, k, p)
 					return
 				}
 			}
@@ -85,7 +93,7 @@ func (h *Handler) Bound(kind token.Kind, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 		if spendsNothing(rec.Status) {
-			h.countRefusal(r, kind)
+			g.countRefusal(r, kind)
 		}
 	})
 }
@@ -105,18 +113,17 @@ func tokenOf(r *http.Request) string {
 // only when it is refused a second time: a malformed or forged token's
 // 404 costs no lookup, no more than a 429 would, so it is never
 // penalised, and a spray of such tokens must not crowd the table.
-func (h *Handler) countRefusal(r *http.Request, kind token.Kind) {
-	g := h.refusals
+func (g *refusalGuard) countRefusal(r *http.Request, kind token.Kind) {
 	tok := tokenOf(r)
 	if tok == "" {
 		return
 	}
-	n := g.tokens.Refused(string(kind), tok, func() bool { return h.Keys.Check(kind, tok) })
+	n := g.tokens.Refused(string(kind), tok, func() bool { return g.keys.Check(kind, tok) })
 	if n == 0 {
 		return
 	}
-	addr := h.ClientAddr(r)
-	p, started := g.lim.Refused(g.lim.Key(addr, string(kind), tok), h.Now(), n)
+	addr := g.clientAddr(r)
+	p, started := g.lim.Refused(g.lim.Key(addr, string(kind), tok), g.now(), n)
 	if !started {
 		return
 	}
@@ -124,10 +131,10 @@ func (h *Handler) countRefusal(r *http.Request, kind token.Kind) {
 	if info := httpx.InfoOf(r); info != nil {
 		route = info.Route
 	}
-	h.Metrics.RefusalPenalties.WithLabelValues(route).Inc()
+	g.metrics.RefusalPenalties.WithLabelValues(route).Inc()
 	// The link or session id is not known without a lookup; a prefix of
 	// the token's SHA-256 (what the database stores) names it instead.
-	h.Log.LogAttrs(r.Context(), slog.LevelWarn, "refusals throttled", slog.String("client", addr.String()),
+	g.log.LogAttrs(r.Context(), slog.LevelWarn, "refusals throttled", slog.String("client", addr.String()),
 		slog.String("token_hash", hex.EncodeToString(token.Hash(tok)[:6])), slog.Int("strike", p.Strike),
 		slog.Int("retry_after", retryAfter(p.Left)), slog.String("user_agent", UserAgent(r, 80)))
 }
@@ -135,8 +142,7 @@ func (h *Handler) countRefusal(r *http.Request, kind token.Kind) {
 // refuseThrottled answers a request of a client and token under penalty:
 // 429 too-many-refusals with the penalty's Retry-After, held first when a
 // holding slot is free.
-func (h *Handler) refuseThrottled(w http.ResponseWriter, r *http.Request, k refusal.Key, p refusal.Penalty) {
-	g := h.refusals
+func (g *refusalGuard) refuseThrottled(w http.ResponseWriter, r *http.Request, k refusal.Key, p refusal.Penalty) {
 	answer := "closed"
 	if d := min(g.hold, p.Left); d > 0 && g.take(k) {
 		answer = "held"
@@ -157,7 +163,7 @@ func (h *Handler) refuseThrottled(w http.ResponseWriter, r *http.Request, k refu
 	if info := httpx.InfoOf(r); info != nil {
 		route = info.Route
 	}
-	h.Metrics.RefusalsThrottled.WithLabelValues(route, answer).Inc()
+	g.metrics.RefusalsThrottled.WithLabelValues(route, answer).Inc()
 	// RFC 9110 §10.2.3: counted from when the answer is sent.
 	w.Header().Set("Retry-After", strconv.Itoa(retryAfter(p.Left)))
 	problem.Write(w, r, problem.TooManyRefusals, "")

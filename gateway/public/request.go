@@ -2,6 +2,8 @@ package public
 
 import (
 	"context"
+	"encoding/base64"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -28,8 +30,9 @@ type call struct {
 	// confirmed: a POST, the landing page's form or a plain client's
 	// explicit claim.
 	confirmed bool
-	// caller is the verified caller; authErr why its credential was
-	// refused (SPEC §8), answered where the route says.
+	// caller is the verified caller. authErr is the answer to a
+	// credential the authenticator refused (SPEC §8: 401, or 503 while
+	// the keys to check it cannot be had), given where the route says.
 	caller  auth.Caller
 	authErr error
 	// preview says why the request is a link preview or a prefetch
@@ -40,16 +43,38 @@ type call struct {
 	// client is the grant's short, secret-free note of who claimed.
 	client string
 	// cookie is the client id of the request's affinity cookie, "" when
-	// it has none of the gateway's shape; address names a client without
-	// one by its address and exact User-Agent (SPEC §5).
-	cookie, address string
+	// it has none of the gateway's shape. userAgent is the exact
+	// User-Agent, which with the address names a client without a cookie
+	// (SPEC §5): address is that name once asked for (clients.addressOf).
+	cookie, userAgent, address string
 	// secure: cookies set on the answer are Secure (https).
 	secure bool
 	// idempotencyKey is the Idempotency-Key of a mint; badKey says it was
 	// present but not 1–255 visible ASCII characters.
 	idempotencyKey string
 	badKey         bool
+	// linkID, sessionID and grantID are what the request turned out to be
+	// about, noted as they are learned, for the line that logs what
+	// stopped it (Handler.fail).
+	linkID, sessionID, grantID string
 }
+
+// linkRequest is what a request on a link URL asks for, decided from the
+// request alone, before any database access (SPEC §3, §5, §8).
+type linkRequest int
+
+const (
+	// linkRange is a GET or HEAD with Range: never a claim (§3 step 2),
+	// at most a 303 to the client's session (§5).
+	linkRange linkRequest = iota
+	// linkPreview is a link previewer or a prefetch (§8): a preview page.
+	linkPreview
+	// linkHead is a HEAD: what a GET would answer, never a claim.
+	linkHead
+	// linkClaim is a GET or a POST: a claim, unless the link first shows
+	// a landing page.
+	linkClaim
+)
 
 // read reads r into a call, for a route whose {token} is of kind. A token
 // this gateway did not mint (forged or mistyped) is errForged: the
@@ -61,18 +86,18 @@ func (h *Handler) read(r *http.Request, kind token.Kind) (*call, error) {
 	if !h.Keys.Check(kind, tok) {
 		return nil, errForged
 	}
-	c := &call{ctx: r.Context(), info: httpx.InfoOf(r), token: tok, hash: token.Hash(tok), confirmed: r.Method == http.MethodPost,
-		conditional: httpx.Conditional(r),
-		secure:      r.TLS != nil || strings.HasPrefix(h.PublicURL, "https://")}
-	c.caller, c.authErr = h.Auth.Authenticate(r)
-	if c.authErr != nil {
+	c := &call{ctx: r.Context(), token: tok, hash: token.Hash(tok), confirmed: r.Method == http.MethodPost,
+		userAgent: r.UserAgent(), secure: r.TLS != nil || strings.HasPrefix(h.PublicURL, "https://")}
+	var err error
+	if c.caller, err = h.Auth.Authenticate(r); err != nil {
 		// Why goes to the debug log and a metric, never the credential.
-		reason := auth.Reason(c.authErr)
+		reason := auth.Reason(err)
 		h.Metrics.AuthFailures.WithLabelValues(reason).Inc()
 		h.Log.DebugContext(c.ctx, "credentials rejected", "reason", reason)
-	}
-	if c.info != nil && c.caller.Addr.IsValid() {
-		c.info.Client = c.caller.Addr.String()
+		c.authErr = errInvalidCredential
+		if errors.Is(err, auth.ErrUnavailable) {
+			c.authErr = errAuthUnavailable
+		}
 	}
 	if !c.confirmed {
 		c.preview = h.Previews.Check(r.Header)
@@ -83,12 +108,33 @@ func (h *Handler) read(r *http.Request, kind token.Kind) (*call, error) {
 		host = c.caller.Addr.String()
 	}
 	c.client = host + " " + UserAgent(r, 120)
-	c.cookie, _ = cookieID(r)
-	c.address = addressKey(r, c.caller)
+	c.cookie = cookieID(r)
 	c.idempotencyKey = r.Header.Get("Idempotency-Key")
 	_, present := r.Header["Idempotency-Key"]
 	c.badKey = present && !httpx.ValidIdempotencyKey(c.idempotencyKey)
+	c.conditional = httpx.Conditional(r)
+	if c.info = httpx.InfoOf(r); c.info != nil && c.caller.Addr.IsValid() {
+		c.info.Client = c.caller.Addr.String()
+	}
 	return c, nil
+}
+
+// classifyLink sorts a request on a link URL by its method, whether it
+// has a Range, and the previewer or prefetch it is ("" for none). A POST
+// is the landing page's form or a plain client's explicit claim: Range
+// and previewers play no part in it.
+func classifyLink(method string, ranged bool, preview string) linkRequest {
+	switch {
+	case method == http.MethodPost:
+		return linkClaim
+	case ranged:
+		return linkRange
+	case preview != "":
+		return linkPreview
+	case method == http.MethodHead:
+		return linkHead
+	}
+	return linkClaim
 }
 
 // UserAgent is r's User-Agent cut to n bytes with anything but printable
@@ -104,4 +150,18 @@ func UserAgent(r *http.Request, n int) string {
 		ua = ua[:n]
 	}
 	return ua
+}
+
+// cookieID returns the client id of r's affinity cookie (affinity.go)
+// when it has the shape the gateway gives one (22 base64url characters);
+// anything else is no cookie at all, "".
+func cookieID(r *http.Request) string {
+	ck, err := r.Cookie(affinityCookie)
+	if err != nil || len(ck.Value) != clientIDLen {
+		return ""
+	}
+	if _, err := base64.RawURLEncoding.DecodeString(ck.Value); err != nil {
+		return ""
+	}
+	return ck.Value
 }

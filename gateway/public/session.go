@@ -21,28 +21,29 @@ func (h *Handler) Session(w http.ResponseWriter, r *http.Request) {
 		err = h.session(w, r, c)
 	}
 	if err != nil {
-		h.fail(w, r, err, problem.SessionUnavailable)
+		h.fail(w, r, c, err, problem.SessionUnavailable)
 	}
 }
 
 func (h *Handler) session(w http.ResponseWriter, r *http.Request, c *call) error {
 	if c.authErr != nil {
-		return credentialError(c.authErr)
+		return c.authErr
 	}
 	x, err := h.Warm.Session(c.ctx, c.hash)
 	if err != nil {
 		return err
 	}
+	c.sessionID, c.linkID = x.ID, x.LinkID
 	attrs := []any{"session_id", x.ID, "link_id", x.LinkID}
 	switch reason := x.Refusal(h.dbTime(x.ReadAt)); {
 	case reason != "":
-		return about(ledger.Refused(reason), attrs...)
+		return ledger.Refused(reason)
 	// An account-bound session demands its link's verified account (SPEC
 	// §3); a session of an unbound link is anonymous (§5).
 	case x.AccountID != "" && c.caller.Account == "":
 		return errAccountRequired
 	case x.AccountID != "" && c.caller.Account != x.AccountID:
-		return about(ledger.Refused(ledger.ReasonWrongAccount), attrs...)
+		return ledger.Refused(ledger.ReasonWrongAccount)
 	case c.preview != "":
 		// A preview draws no budget and takes no slot (SPEC §8).
 		h.Log.InfoContext(c.ctx, "preview served", append(attrs, "preview", c.preview)...)

@@ -15,24 +15,22 @@ import (
 // pipeline: the claim's own download (attempt 1), or a retry of an
 // interrupted one (SPEC §1), whose attempt GrantRetryBegin started. The
 // meter grants every byte; at the end it records what the client
-// acknowledged, once (GrantDeliveryRecord), or refunds a claim of which
-// no byte left. who names the client for a later retry: on a link with
-// retries, a client without the gateway's cookie gets one on the 200, so
-// that a browser's next click is the same client (SPEC §5).
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, c *call, l *ledger.Link, g *ledger.Grant, attempt int, who affinity) {
+// acknowledged, once (GrantDeliveryRecord), with the keys that name its
+// client for a later retry (clients.retrier), or refunds a claim of which
+// no byte left. On a link with retries, a client without the gateway's
+// cookie gets one on the 200, so that a browser's next click is the same
+// client (SPEC §5).
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, c *call, l *ledger.Link, g *ledger.Grant, attempt int) {
 	attrs := []any{"link_id", l.ID, "grant_id", g.ID}
 	if attempt > 1 {
 		attrs = append(attrs, "attempt", attempt)
 	}
+	who := h.clients.retrier(c, l)
 	if who.cookie != "" && who.cookie != c.cookie {
-		h.setClientCookie(w, c, who.cookie, l.ExpiresAt)
-	}
-	var keys []string
-	if l.Retries > 0 {
-		keys = who.keys
+		h.clients.setCookie(w, c, who.cookie, l.ExpiresAt)
 	}
 	h.Pipeline.Serve(w, r, deliver.Request{Object: deliver.ObjectOf(l.Object, l.Filename, false),
-		Meter: &streamMeter{h: h, grant: g, size: l.Object.Size, attempt: attempt, keys: keys, attrs: attrs}, NotFound: problem.LinkUnavailable,
+		Meter: &streamMeter{h: h, grant: g, size: l.Object.Size, attempt: attempt, keys: who.keys, attrs: attrs}, NotFound: problem.LinkUnavailable,
 		Attrs: attrs, Refundable: attempt == 1})
 }
 
@@ -107,12 +105,12 @@ func (m *streamMeter) End(ctx context.Context, res deliver.Result) {
 	case res.Status == 0 && m.attempt == 1 && ctx.Err() != nil:
 		// The client hung up before a byte left: refunded, and a client
 		// disconnect, not a server error.
-		if m.h.refund(ctx, m.grant, "client_disconnect", m.attrs) {
+		if m.h.settler.refund(ctx, m.grant, "client_disconnect", m.attrs) {
 			log.InfoContext(ctx, "client left before the first byte; claim refunded", m.attrs...)
 		}
 		return
 	case res.Status == 0 && m.attempt == 1:
-		if m.h.refund(ctx, m.grant, "storage_error", m.attrs) {
+		if m.h.settler.refund(ctx, m.grant, "storage_error", m.attrs) {
 			log.WarnContext(ctx, "storage failed before the first byte; claim refunded", append(m.attrs, "err", res.Err)...)
 		}
 		return
@@ -152,14 +150,3 @@ func (m *streamMeter) record(ctx context.Context, res deliver.Result) {
 // that ended were written (or failed); a process that stops calls it
 // after its listeners drained.
 func (h *Handler) WaitRecords() { h.records.Wait() }
-
-// refund gives back g's allowance; cause labels the refund metric. It
-// reports whether the refund took place (a failed one is logged).
-func (h *Handler) refund(ctx context.Context, g *ledger.Grant, cause string, attrs []any) bool {
-	if err := h.Claims.GrantRefund(context.WithoutCancel(ctx), g.ID); err != nil {
-		h.Log.ErrorContext(ctx, "refund failed", append(attrs, "cause", cause, "err", err)...)
-		return false
-	}
-	h.Metrics.Refunds.WithLabelValues(cause).Inc()
-	return true
-}
