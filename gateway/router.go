@@ -11,6 +11,7 @@ import (
 
 	"github.com/dlgate/dlgate/gateway/httpx"
 	"github.com/dlgate/dlgate/gateway/problem"
+	"github.com/dlgate/dlgate/gateway/public"
 	"github.com/dlgate/dlgate/token"
 )
 
@@ -167,8 +168,9 @@ func matchPattern(pattern, path string) (map[string]string, bool) {
 // or mistyped one: token.Keys.Check): the generic 404 of its kind,
 // without routing and without a database query (SPEC §2). The answer is
 // the one the route's handler would give, labelled with its route.
-// Everything else goes on to the router, and the handlers check the
-// token again.
+// A token found minted goes on marked so (public.WithMinted), and its
+// handler does not check its MAC again; everything else goes on to the
+// router unmarked, and the handlers check the token themselves.
 func (s *Server) forgedTokens(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodPost {
@@ -176,8 +178,12 @@ func (s *Server) forgedTokens(next http.Handler) http.Handler {
 			return
 		}
 		kind, tok, rest, ok := httpx.TokenPath(r.URL.Path)
-		if !ok || s.keys.Check(kind, tok) {
+		if !ok {
 			next.ServeHTTP(w, r)
+			return
+		}
+		if s.keys.Check(kind, tok) {
+			next.ServeHTTP(w, public.WithMinted(r, kind, tok))
 			return
 		}
 		route, notFound := "link", problem.LinkUnavailable

@@ -118,7 +118,7 @@ func (g *refusalGuard) countRefusal(r *http.Request, kind token.Kind) {
 	if tok == "" {
 		return
 	}
-	n := g.tokens.Refused(string(kind), tok, func() bool { return g.keys.Check(kind, tok) })
+	n := g.tokens.Refused(string(kind), tok, func() bool { return minted(r, kind, tok) || g.keys.Check(kind, tok) })
 	if n == 0 {
 		return
 	}
