@@ -28,21 +28,20 @@ func (h *Handler) claimLink(w http.ResponseWriter, r *http.Request, c *call) err
 		}
 	}
 	var err error
+	var g *ledger.Grant
+	attempt := 1
 	l, cached := h.links.peek(c.hash)
 	if cached && !l.ClaimsAtOnce(c.confirmed, false) {
 		c.linkID = l.ID
 		err = admit(c, l)
 	} else {
-		var g *ledger.Grant
-		if l, g, err = h.claim(c, false); g != nil {
-			h.stream(w, r, c, l, g, 1)
-			return nil
-		}
+		l, g, err = h.claim(c, false)
 		cached = false
 	}
 	switch {
 	case err != nil || l == nil:
 		return err
+	case g != nil: // granted: it streams below
 	case !c.confirmed && l.Confirm:
 		if cached {
 			// The landing page reports the link's state: from a fresh row.
@@ -57,22 +56,21 @@ func (h *Handler) claimLink(w http.ResponseWriter, r *http.Request, c *call) err
 	case l.Delivery == ledger.DeliverySession:
 		a := h.clients.of(c, l)
 		return h.mint(w, c, l, mintOptions{redirect: true, affinity: a})
+	default:
+		// A stream link with retries (SPEC §1): the client's interrupted
+		// download is served again without a claim, or the link is
+		// claimed with the retry asked, which a GET then claims at once.
+		if g, err = h.clients.interrupted(c, l); g != nil {
+			attempt = g.Delivery.Attempts
+		} else if err == nil {
+			l, g, err = h.claim(c, true)
+		}
+		if g == nil {
+			return err
+		}
 	}
-	// A stream link with retries (SPEC §1): the client's interrupted
-	// download is served again without a claim, or the link is claimed
-	// with the retry asked, which a GET then claims at once.
-	g, err := h.clients.interrupted(c, l)
-	attempt := 1
-	switch {
-	case g != nil:
-		attempt = g.Delivery.Attempts
-	case err == nil:
-		l, g, err = h.claim(c, true)
-	}
-	if g != nil {
-		h.stream(w, r, c, l, g, attempt)
-	}
-	return err
+	h.stream(w, r, c, l, g, attempt)
+	return nil
 }
 
 // preconditions decides a conditional GET or POST of a link URL before

@@ -10,7 +10,7 @@ import (
 // Link serves GET, HEAD and POST /d/{token} and its named form
 // /d/{token}/{name} (SPEC §3, §5, §8): it reads the request once, sends
 // it down one branch, and answers what stopped it in one place. A Range
-// goes to the client's session or is refused (rangeOnLink, affinity.go);
+// goes to the client's session or is refused (rangeOnLink, range.go);
 // a GET or POST claims (claimLink, claim.go); a preview or a HEAD claims
 // nothing (headLink, head.go). GET claims unless the request is a
 // preview, its preconditions decide it, or the link asks for

@@ -5,9 +5,9 @@
 // A request is read once (request.go), then goes down one branch, each in
 // a file of its own, and what stopped it is answered in one place
 // (answer.go). On a link URL the branches are a Range, sent to the
-// client's session (affinity.go); a HEAD or a preview, which claims
-// nothing (head.go); and a claim (claim.go), which streams (stream.go) or
-// mints a session (mint.go). Every object byte goes out through the one
+// client's session (range.go); a HEAD or a preview, which claims nothing
+// (head.go); and a claim (claim.go), which streams (stream.go) or mints a
+// session (mint.go). Every object byte goes out through the one
 // pipeline, gateway/deliver; a link's stream is claimed before it, a
 // session's budget and slot are its meter (gateway/warm).
 package public
