@@ -170,7 +170,7 @@ const DefaultRetryLease = 30 * time.Second
 
 // Deliveries is the delivery evidence (SPEC §1): what the end of each
 // stream response records and the retries of an interrupted download it
-// allows (gateway/public/link.go, stream.go), and what a process reports
+// allows (gateway/public/claim.go, stream.go), and what a process reports
 // of a session's requests with its budget returns (gateway/warm/warm.go).
 type Deliveries interface {
 	// SessionDeliveryRecord gives back d.Return unsent bytes, as

@@ -297,7 +297,7 @@ type ClaimOutcome struct {
 	Refusal Reason
 }
 
-// Claims is the download path on link URLs (gateway/public/link.go, mint.go,
+// Claims is the download path on link URLs (gateway/public/claim.go, mint.go,
 // affinity.go): it finds and claims links, mints sessions and refunds.
 type Claims interface {
 	// LinkGetByTokenHash returns the link, whatever its state. Errors:
