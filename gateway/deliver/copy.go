@@ -150,6 +150,7 @@ func (sp spliced) writeN(w io.Writer, n int64, writeDeadline time.Time) (int64, 
 	if p := sp.prefix; p != nil && len(p.first) > 0 {
 		k, err := w.Write(p.first[:min(int64(len(p.first)), n)])
 		p.first = p.first[k:]
+		p.drained()
 		done += int64(k)
 		if err != nil {
 			return done, err
