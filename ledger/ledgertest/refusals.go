@@ -72,32 +72,48 @@ func wantNotFromTheCache(tb testing.TB, what string, x *ledger.Session, created 
 	}
 }
 
+// refusalCase is a link and a caller the database refuses, and why.
+type refusalCase struct {
+	l       *ledger.Link
+	account string
+	reason  ledger.Reason
+}
+
+// unclaimable makes the four links every refusal test asks about, with
+// opts: one spent (by spend, which makes its one claim), one revoked, one
+// expired (the clock moved past it) and alice's, asked by mallory.
+func (e *env) unclaimable(t *testing.T, spend func(*ledger.Link), opts ...func(*ledger.Link)) []refusalCase {
+	t.Helper()
+	with := func(more ...func(*ledger.Link)) []func(*ledger.Link) {
+		return append(append([]func(*ledger.Link){}, opts...), more...)
+	}
+	spent, revoked := e.MustLink(t, 1, opts...), e.MustLink(t, 2, opts...)
+	expired := e.MustLink(t, 2, with(func(l *ledger.Link) { l.ExpiresAt = e.clock.Now().Add(time.Minute) })...)
+	alices := e.MustLink(t, 2, with(func(l *ledger.Link) { l.AccountID = "alice" })...)
+	spend(spent)
+	if err := e.l.LinkRevoke(e.ctx, revoked.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Add(time.Minute)
+	return []refusalCase{
+		{spent, "", ledger.ReasonExhausted},
+		{revoked, "", ledger.ReasonRevoked},
+		{expired, "", ledger.ReasonExpired},
+		{alices, "mallory", ledger.ReasonWrongAccount},
+	}
+}
+
 func exerciseRefusals(t *testing.T, newLedger NewLedger) {
 	exerciseMintRefusals(t, newLedger)
 	t.Run("RefusalsOfASpentRevokedExpiredOrOtherAccountsLinkAreAnsweredAgainWithoutAStatement", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, newLedger)
 		dbOf(t, e.l).RefusalCache = time.Minute // however slow the machine
-		spent, revoked := e.MustLink(t, 1), e.MustLink(t, 2)
-		expired := e.MustLink(t, 2, func(l *ledger.Link) { l.ExpiresAt = e.clock.Now().Add(time.Minute) })
-		alices := e.MustLink(t, 2, func(l *ledger.Link) { l.AccountID = "alice" })
-		if _, err := e.claim(spent, ""); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.l.LinkRevoke(e.ctx, revoked.ID); err != nil {
-			t.Fatal(err)
-		}
-		e.clock.Add(time.Minute)
-		cases := []struct {
-			l       *ledger.Link
-			account string
-			reason  ledger.Reason
-		}{
-			{spent, "", ledger.ReasonExhausted},
-			{revoked, "", ledger.ReasonRevoked},
-			{expired, "", ledger.ReasonExpired},
-			{alices, "mallory", ledger.ReasonWrongAccount},
-		}
+		cases := e.unclaimable(t, func(spent *ledger.Link) {
+			if _, err := e.claim(spent, ""); err != nil {
+				t.Fatal(err)
+			}
+		})
 		for _, c := range cases {
 			o, err := e.outcome(c.l.TokenHash, c.account, false)
 			wantRefused(t, o, err, c.l, c.reason, e.clock.Now())
@@ -110,6 +126,7 @@ func exerciseRefusals(t *testing.T, newLedger NewLedger) {
 		}
 		// Another caller of alice's link is not refused by mallory's
 		// refusal: it goes to the database, which is gone.
+		alices := cases[3].l
 		if o, err := e.outcome(alices.TokenHash, "alice", false); err == nil || o.Grant != nil || o.Refusal != "" {
 			t.Fatalf("alice's claim with the pool closed = %+v, %v; want the closed pool's error", o, err)
 		}
@@ -265,26 +282,11 @@ func exerciseMintRefusals(t *testing.T, newLedger NewLedger) {
 		t.Parallel()
 		e := setup(t, newLedger)
 		dbOf(t, e.l).RefusalCache = time.Minute
-		spent, revoked := e.MustLink(t, 1, session), e.MustLink(t, 2, session)
-		expired := e.MustLink(t, 2, session, func(l *ledger.Link) { l.ExpiresAt = e.clock.Now().Add(time.Minute) })
-		alices := e.MustLink(t, 2, session, func(l *ledger.Link) { l.AccountID = "alice" })
-		if _, created, err := e.mintBy(spent, "", ""); err != nil || !created {
-			t.Fatalf("the one mint = %v, %v", created, err)
-		}
-		if err := e.l.LinkRevoke(e.ctx, revoked.ID); err != nil {
-			t.Fatal(err)
-		}
-		e.clock.Add(time.Minute)
-		cases := []struct {
-			l       *ledger.Link
-			account string
-			reason  ledger.Reason
-		}{
-			{spent, "", ledger.ReasonExhausted},
-			{revoked, "", ledger.ReasonRevoked},
-			{expired, "", ledger.ReasonExpired},
-			{alices, "mallory", ledger.ReasonWrongAccount},
-		}
+		cases := e.unclaimable(t, func(spent *ledger.Link) {
+			if _, created, err := e.mintBy(spent, "", ""); err != nil || !created {
+				t.Fatalf("the one mint = %v, %v", created, err)
+			}
+		}, session)
 		for _, c := range cases {
 			x, created, err := e.mintBy(c.l, c.account, "")
 			wantMintRefused(t, x, created, err, c.reason)
@@ -297,7 +299,7 @@ func exerciseMintRefusals(t *testing.T, newLedger NewLedger) {
 		}
 		// Alice herself is not refused by mallory's refusal: her mint
 		// goes to the database, which is gone.
-		x, created, err := e.mintBy(alices, "alice", "")
+		x, created, err := e.mintBy(cases[3].l /* alice's */, "alice", "")
 		wantNotFromTheCache(t, "alice's mint", x, created, err)
 	})
 	t.Run("TheRowAGETOfASessionLinkReadAnswersItsMintWithoutAStatement", func(t *testing.T) {
