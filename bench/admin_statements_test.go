@@ -85,18 +85,7 @@ func TestAnAuthenticatedAdminCallCostsNoExtraStatement(t *testing.T) {
 	t.Cleanup(adm.Close)
 	call := func(token, method, path, body string, want int) []byte {
 		t.Helper()
-		req, _ := http.NewRequest(method, adm.URL+path, bytes.NewReader([]byte(body)))
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != want {
-			t.Fatalf("%s %s = %d %s, want %d", method, path, resp.StatusCode, b, want)
-		}
-		return b
+		return adminCall(t, adm.URL, token, method, path, body, want)
 	}
 	var key struct{ Key string }
 	json.Unmarshal(call("admin", http.MethodPost, "/v1/keys", `{"name":"bench","scopes":["links:read","links:write","objects:write"]}`, http.StatusCreated), &key)
@@ -184,4 +173,23 @@ func (c *stillClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
+}
+
+// adminCall sends method path with body to the admin listener at base as
+// token's bearer and returns the answer's body, failing tb unless its
+// status is want.
+func adminCall(tb testing.TB, base, token, method, path, body string, want int) []byte {
+	tb.Helper()
+	req, _ := http.NewRequest(method, base+path, bytes.NewReader([]byte(body)))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		tb.Fatalf("%s %s = %d %s, want %d", method, path, resp.StatusCode, b, want)
+	}
+	return b
 }

@@ -89,18 +89,7 @@ func TestGETsOfASpentLinkCostWhatDecidesBeforeTheRefusal(t *testing.T) {
 
 	call := func(method, path, body string, want int) []byte {
 		t.Helper()
-		req, _ := http.NewRequest(method, adm.URL+path, bytes.NewReader([]byte(body)))
-		req.Header.Set("Authorization", "Bearer admin")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != want {
-			t.Fatalf("%s %s = %d %s, want %d", method, path, resp.StatusCode, b, want)
-		}
-		return b
+		return adminCall(t, adm.URL, "admin", method, path, body, want)
 	}
 	call(http.MethodPut, "/v1/objects/spent.bin", "spent", http.StatusCreated)
 	newLink := func(extra string) (id, path string) {
