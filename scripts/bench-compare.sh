@@ -17,7 +17,7 @@
 #     scripts/bench-compare.sh          # the TLS rows alone, about 3.5 minutes
 #
 # Settings: QUICK=1; BENCH_ROUNDS=N; BENCH_ONLY=ROW,… (fs, s3, claims —
-# which is claims-distinct, claims-3p, claims-hot, claims-hot-3p and
+# which is claims-distinct, claims-3p, claims-hot, claims-hot-3p, claims-hot-3p-apart and
 # claims-single —, refusals — refusals-distinct and refusals-spent —,
 # ranges64k, ranges1m, unknown, memory, tls-h1, tls-h2, tls-h2-single, tls-ranges64k,
 # s3-https, memory-https); BENCH_PROFILE=0|1 (CPU profiles of the

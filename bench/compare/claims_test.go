@@ -15,7 +15,7 @@ import (
 // first list, refusals every one of the second; each also has a name of
 // its own.
 var (
-	claimRows   = []string{"claims-distinct", "claims-3p", "claims-hot", "claims-hot-3p", "claims-single"}
+	claimRows   = []string{"claims-distinct", "claims-3p", "claims-hot", "claims-hot-3p", "claims-hot-3p-apart", "claims-single"}
 	refusalRows = []string{"refusals-distinct", "refusals-spent"}
 )
 
@@ -40,10 +40,13 @@ func (e *bench) claimRowsOf(b *testing.B, fs *gatewayProc, rep *report) {
 		rep.add(e.claims(b, cluster()))
 	}
 	if e.plan.runsRow("claims", "claims-hot") {
-		rep.add(e.hotLink(b, []*gatewayProc{fs}))
+		rep.add(e.hotLink(b, []*gatewayProc{fs}, false))
 	}
 	if e.plan.runsRow("claims", "claims-hot-3p") {
-		rep.add(e.hotLink(b, cluster()))
+		rep.add(e.hotLink(b, cluster(), false))
+	}
+	if e.plan.runsRow("claims", "claims-hot-3p-apart") {
+		rep.add(e.hotLink(b, cluster(), true))
 	}
 	if e.plan.runsRow("claims", "claims-single") {
 		rep.add(e.singleClaims(b, fs))
@@ -194,16 +197,27 @@ func (g *gatewayProc) linkState(tb testing.TB, id string) linkState {
 
 // hotLink claims one link of 1,000,000 downloads from 64 clients on gws
 // and checks afterwards that it is exact: every 200 a grant, remaining
-// plus the grants the allowance.
-func (e *bench) hotLink(b *testing.B, gws []*gatewayProc) row {
-	say("claims of one link with 1,000,000 downloads, %s", processes(gws))
+// plus the grants the allowance. apart gives each process a hot link of
+// its own instead (the requests of process i claim link i): the same
+// processes, clients and claims without the one row they share, which
+// is the most that splitting a link's allowance over rows of its own
+// (slotted allowance rows, docs/design.md) could give three processes.
+func (e *bench) hotLink(b *testing.B, gws []*gatewayProc, apart bool) row {
 	fs := gws[0]
-	l := fs.mustLink(b, "small.bin", `"downloads":1000000`)
+	links := []link{fs.mustLink(b, "small.bin", `"downloads":1000000`)}
+	if apart {
+		say("claims of %d links with 1,000,000 downloads each, one per process, %s", len(gws), processes(gws))
+		for range gws[1:] {
+			links = append(links, fs.mustLink(b, "small.bin", `"downloads":1000000`))
+		}
+	} else {
+		say("claims of one link with 1,000,000 downloads, %s", processes(gws))
+	}
 	var served int64
 	s := rotate(e.plan.rounds, nil, func() sample {
 		q0, cpu := e.q.read(b), cpuOf(append(pids(gws), e.db.Pid(), os.Getpid())...)
 		res := loadgen.Run(e.ctx, e.client, loadgen.Config{
-			Clients: 64, Requests: int64(e.plan.hotClaims), Duration: time.Minute, Request: onEach(gws, []link{l}),
+			Clients: 64, Requests: int64(e.plan.hotClaims), Duration: time.Minute, Request: onOwn(gws, links),
 		})
 		q := e.q.read(b) - q0 - 1
 		if res.Status(http.StatusOK) != res.Requests || res.Failed > 0 {
@@ -215,23 +229,54 @@ func (e *bench) hotLink(b *testing.B, gws []*gatewayProc) row {
 		return sumCPU(smp, "gw", len(gws))
 	})
 	gw := s[0]
-	st := fs.linkState(b, l.ID)
+	var st linkState
+	for _, l := range links {
+		one := fs.linkState(b, l.ID)
+		st.Downloads += one.Downloads
+		st.Remaining += one.Remaining
+		if st.Grants == nil {
+			st.Grants = map[string]int{}
+		}
+		st.Grants["granted"] += one.Grants["granted"]
+		if one.Remaining+one.Grants["granted"] != one.Downloads {
+			b.Errorf("hot link %s: remaining %d, grants %v, downloads %d: not exact", l.ID, one.Remaining, one.Grants, one.Downloads)
+		}
+	}
 	exact := st.Remaining+st.Grants["granted"] == st.Downloads && int64(st.Grants["granted"]) == served
 	if !exact {
 		b.Errorf("hot link: %d served, remaining %d, grants %v, downloads %d: not exact", served, st.Remaining, st.Grants, st.Downloads)
 	}
-	before := "issue 22: 915/s"
-	if len(gws) > 1 {
+	before, work := "issue 22: 915/s", "claims of one link with 1,000,000 downloads (hot link), MariaDB, 64 clients, "+processes(gws)
+	switch {
+	case apart:
+		before = "– (row new)"
+		work = fmt.Sprintf("claims of %d hot links, one per process (no row shared), MariaDB, 64 clients, %s", len(gws), processes(gws))
+	case len(gws) > 1:
 		before = "issue 22: 1,029/s"
 	}
 	return row{
-		work: "claims of one link with 1,000,000 downloads (hot link), MariaDB, 64 clients, " + processes(gws),
+		work: work,
 		gateway: gw.stat("rate").format("%.0f") + "/s, p99 " + gw.stat("p99").format("%.0f") + " ms, " + gw.stat("stmts").format("%.2f") +
 			" statements each; CPU per claim: gateway " + gw.stat("cpu.gw").format("%.0f") + " µs, MariaDB " + gw.stat("cpu.db").format("%.0f") +
 			" µs, load generator " + gw.stat("cpu.client").format("%.0f") + " µs",
 		reference: fmt.Sprintf("target ≥ 8,000/s, exact: %d served, remaining %d + granted %d = %d downloads", served, st.Remaining, st.Grants["granted"], st.Downloads),
 		ratio:     map[bool]string{true: "exact", false: "**not exact**"}[exact],
 		before:    before,
+	}
+}
+
+// onOwn sends request i to gateway i mod len(gws), claiming that
+// gateway's own link when each has one (len(links) == len(gws)), else
+// links[0] on every gateway.
+func onOwn(gws []*gatewayProc, links []link) func(int, int64) *http.Request {
+	return func(_ int, i int64) *http.Request {
+		g := i % int64(len(gws))
+		l := links[0]
+		if len(links) == len(gws) {
+			l = links[g]
+		}
+		req, _ := http.NewRequest(http.MethodGet, gws[g].Public+"/d/"+l.Token, nil)
+		return req
 	}
 }
 

@@ -60,7 +60,7 @@ type plan struct {
 
 // runs reports whether any of the rows is to run: BENCH_ONLY is a
 // comma-separated list of fs, s3, claims (claims-distinct, claims-3p,
-// claims-hot, claims-hot-3p, claims-single), refusals (refusals-distinct,
+// claims-hot, claims-hot-3p, claims-hot-3p-apart, claims-single), refusals (refusals-distinct,
 // refusals-spent), ranges64k, ranges1m, unknown, memory, and the TLS rows
 // (tls_test.go) tls-h1, tls-h2, tls-h2-single, tls-ranges64k, s3-https, memory-https.
 func (p plan) runs(rows ...string) bool {
