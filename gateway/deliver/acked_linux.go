@@ -67,22 +67,50 @@ func dupSocket(rc syscall.RawConn) (socket, error) {
 
 func (s socket) close() { unix.Close(s.fd) } //nolint:errcheck // a duplicate: nothing was written through it
 
-// readStream reads the socket's counters: TCP_INFO first, then the
-// send queue (SIOCOUTQ, write_seq − snd_una). Acknowledgements arriving
-// between the two only move bytes from the queue to the acknowledged
-// count, so written can come out low, never high: a response's start
-// read too early charges more, never less, and counts fewer of its bytes
-// acknowledged, never more. acked is tcpi_bytes_acked as TCP_INFO read
-// it, so it never runs ahead of written. Both stay valid after a reset,
-// which frees the queue but leaves the sequence numbers.
+// readStream reads the socket's counters as one snapshot: TCP_INFO
+// (what was acknowledged, the connection's state), the send queue
+// (SIOCOUTQ, write_seq − snd_una), then TCP_INFO again. The two system
+// calls are not atomic: an acknowledgement that arrives between them
+// moves bytes from the queue the second read sees to an acknowledged
+// count the first one did not, and the reading would say nothing is
+// queued while counting too few acknowledged (a whole response recorded
+// as delivered to nobody). So the reading counts only when no
+// acknowledgement arrived between the two TCP_INFO reads, and is taken
+// again otherwise (nothing else moves these numbers: the response's
+// goroutine is the socket's only writer while it reads them). Both stay
+// valid after a reset, which frees the queue but leaves the sequence
+// numbers.
 func readStream(s socket) (tcpStream, error) {
-	info, err := unix.GetsockoptTCPInfo(s.fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+	return snapshot(
+		func() (*unix.TCPInfo, error) { return unix.GetsockoptTCPInfo(s.fd, unix.IPPROTO_TCP, unix.TCP_INFO) },
+		func() (int, error) { return unix.IoctlGetInt(s.fd, unix.SIOCOUTQ) })
+}
+
+// snapshotTries bounds how often snapshot reads the counters again.
+// Acknowledgements of one connection arrive microseconds apart at most,
+// so a second try nearly always holds; past the last, the reading is
+// the one that errs low on written (TCP_INFO before the queue).
+const snapshotTries = 8
+
+// snapshot is readStream over the two reads it makes.
+func snapshot(tcpInfo func() (*unix.TCPInfo, error), sendQueue func() (int, error)) (tcpStream, error) {
+	info, err := tcpInfo()
 	if err != nil {
 		return tcpStream{}, err
 	}
-	outq, err := unix.IoctlGetInt(s.fd, unix.SIOCOUTQ)
-	if err != nil {
-		return tcpStream{}, err
+	var outq int
+	for try := 1; ; try++ {
+		if outq, err = sendQueue(); err != nil {
+			return tcpStream{}, err
+		}
+		again, err := tcpInfo()
+		if err != nil {
+			return tcpStream{}, err
+		}
+		if again.Bytes_acked == info.Bytes_acked || try == snapshotTries {
+			break
+		}
+		info = again
 	}
 	acked := int64(info.Bytes_acked)
 	written := acked + int64(outq)

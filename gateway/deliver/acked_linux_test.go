@@ -1,6 +1,10 @@
 package deliver
 
-import "testing"
+import (
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
 
 func TestKernelVersion(t *testing.T) {
 	for _, tc := range []struct {
@@ -17,5 +21,66 @@ func TestKernelVersion(t *testing.T) {
 		if major, minor, ok := kernelVersion(tc.in); major != tc.major || minor != tc.minor || ok != tc.ok {
 			t.Errorf("kernelVersion(%q) = %d, %d, %v, want %d, %d, %v", tc.in, major, minor, ok, tc.major, tc.minor, tc.ok)
 		}
+	}
+}
+
+// An acknowledgement that arrives between the two system calls of a
+// reading must not make a stale acknowledged count look like everything
+// acknowledged: that recorded whole responses as delivered to nobody
+// (about 1 in 800 GETs of a 1 KiB object at 64 concurrent clients). The
+// reading is taken again until TCP_INFO agrees before and after the
+// queue.
+func TestSnapshotRereadsWhenAnAcknowledgementArrivesBetweenTheReads(t *testing.T) {
+	const headers, body = 300, 1024
+	// The socket: headers acknowledged, the body written and in flight;
+	// its acknowledgement lands right after the first TCP_INFO.
+	acked, queued := int64(headers), int64(body)
+	infos := 0
+	st, err := snapshot(
+		func() (*unix.TCPInfo, error) {
+			infos++
+			info := &unix.TCPInfo{Bytes_acked: uint64(acked), State: 1}
+			if infos == 1 {
+				acked, queued = headers+body, 0
+			}
+			return info, nil
+		},
+		func() (int, error) { return int(queued), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.written != headers+body || st.acked != headers+body || st.transmitted != headers+body {
+		t.Errorf("snapshot = written %d, acked %d, transmitted %d; want %d for each (all acknowledged)", st.written, st.acked, st.transmitted, headers+body)
+	}
+	if infos != 3 {
+		t.Errorf("TCP_INFO read %d times, want 3 (one more for the reading that moved)", infos)
+	}
+
+	// A steady socket is one reading: TCP_INFO twice around the queue.
+	infos = 0
+	st, err = snapshot(
+		func() (*unix.TCPInfo, error) { infos++; return &unix.TCPInfo{Bytes_acked: headers, State: 1}, nil },
+		func() (int, error) { return body, nil })
+	if err != nil || infos != 2 || st.written != headers+body || st.acked != headers {
+		t.Errorf("steady socket: %+v, %v after %d TCP_INFO reads; want written %d, acked %d after 2", st, err, infos, headers+body, headers)
+	}
+}
+
+// A socket whose acknowledged count moves at every read still gives an
+// answer after snapshotTries, the one that errs low on written.
+func TestSnapshotGivesUpAfterItsTries(t *testing.T) {
+	var acked uint64
+	infos := 0
+	st, err := snapshot(
+		func() (*unix.TCPInfo, error) { infos++; acked += 10; return &unix.TCPInfo{Bytes_acked: acked, State: 1}, nil },
+		func() (int, error) { return 100, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if infos != snapshotTries+1 {
+		t.Errorf("TCP_INFO read %d times, want %d", infos, snapshotTries+1)
+	}
+	if want := int64(acked) - 10; st.acked != want || st.written != want+100 {
+		t.Errorf("snapshot = acked %d, written %d; want the reading before the queue: %d, %d", st.acked, st.written, want, want+100)
 	}
 }
