@@ -72,7 +72,11 @@ func TestSnapshotGivesUpAfterItsTries(t *testing.T) {
 	var acked uint64
 	infos := 0
 	st, err := snapshot(
-		func() (*unix.TCPInfo, error) { infos++; acked += 10; return &unix.TCPInfo{Bytes_acked: acked, State: 1}, nil },
+		func() (*unix.TCPInfo, error) {
+			infos++
+			acked += 10
+			return &unix.TCPInfo{Bytes_acked: acked, State: 1}, nil
+		},
 		func() (int, error) { return 100, nil })
 	if err != nil {
 		t.Fatal(err)
