@@ -139,6 +139,10 @@ const AnyRows = -1
 type Writes struct {
 	Stmts  []Stmt
 	Commit bool
+	// Seen, when set, is given what each statement affected, before
+	// they are checked: for writes of AnyRows whose counts tell their
+	// callers something.
+	Seen func(counts []int64)
 }
 
 // RowsError says a write affected another number of rows than its
@@ -158,6 +162,9 @@ func (e *RowsError) Error() string {
 func (w Writes) Check(counts []int64) error {
 	if len(counts) != len(w.Stmts) {
 		return fmt.Errorf("sqlcore: %d results for %d writes", len(counts), len(w.Stmts))
+	}
+	if w.Seen != nil {
+		w.Seen(counts)
 	}
 	for i, st := range w.Stmts {
 		if st.Rows != AnyRows && counts[i] != st.Rows {
