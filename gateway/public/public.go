@@ -81,13 +81,22 @@ type Handler struct {
 	settler  *settler
 	refusals *refusalGuard
 	// records are the delivery records of ended stream responses still
-	// being written (stream.go).
-	records sync.WaitGroup
+	// being written (stream.go); recording holds a place for each, at
+	// most maxPendingRecords.
+	records   sync.WaitGroup
+	recording chan struct{}
 }
+
+// maxPendingRecords bounds the delivery records a process has waiting
+// to be written. Past it, a stream response waits for a place before its
+// handler returns, so a database slower than the downloads slows the
+// downloads (the next request of a kept-alive connection) instead of
+// growing the process without bound.
+const maxPendingRecords = 4096
 
 // New returns the public routes' handler.
 func New(c Config) *Handler {
-	h := &Handler{Config: c}
+	h := &Handler{Config: c, recording: make(chan struct{}, maxPendingRecords)}
 	h.clients = &clients{mode: c.Affinity, claims: c.Claims, deliveries: c.Deliveries, retryLease: c.RetryLease, log: c.Log, metrics: c.Metrics,
 		now: c.Now}
 	h.settler = &settler{claims: c.Claims, log: c.Log, metrics: c.Metrics}

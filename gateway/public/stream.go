@@ -131,15 +131,18 @@ func (m *streamMeter) End(ctx context.Context, res deliver.Result) {
 // evidence"), beside the response rather than in its way: the handler
 // returns at once, so that the next request of a kept-alive connection
 // does not wait for the write (a commit of its own, which no claim
-// transaction can share). Handler.WaitRecords waits for the writes under
-// way; a process that crashes loses them, as it loses a response in
-// flight. It is evidence, not a decision: when the database cannot take
-// it, the response has been answered all the same, and the failure is
-// logged.
+// transaction can share), unless maxPendingRecords are waiting already:
+// then it waits for a place. Handler.WaitRecords waits for the writes
+// under way; a process that crashes loses them, as it loses a response
+// in flight. It is evidence, not a decision: when the database cannot
+// take it, the response has been answered all the same, and the failure
+// is logged.
 func (m *streamMeter) record(ctx context.Context, res deliver.Result) {
 	d := ledger.StreamDelivery{GrantID: m.grant.ID, Attempt: m.attempt, BytesAcked: res.Acked, Measured: res.Measured, Size: m.size, ClientKeys: m.keys}
 	ctx = context.WithoutCancel(ctx)
+	m.h.recording <- struct{}{}
 	m.h.records.Go(func() {
+		defer func() { <-m.h.recording }()
 		if err := m.h.Deliveries.GrantDeliveryRecord(ctx, d); err != nil {
 			m.h.Log.WarnContext(ctx, "delivery not recorded", append(m.attrs, "bytes_acked", res.Acked, "err", err)...)
 		}
