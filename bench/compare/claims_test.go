@@ -124,7 +124,7 @@ func (e *bench) claims(b *testing.B, gws []*gatewayProc) row {
 			res := loadgen.Run(e.ctx, e.client, loadgen.Config{
 				Clients: 64, Requests: int64(len(gwLinks)), Duration: time.Minute, Request: onEach(gws, gwLinks),
 			})
-			q := e.q.read(b) - q0 - 1
+			q := e.q.settled(b, q0)
 			if res.Status(http.StatusOK) != int64(len(gwLinks)) || res.Failed > 0 {
 				b.Errorf("claims: %v", res)
 			}
@@ -219,7 +219,7 @@ func (e *bench) hotLink(b *testing.B, gws []*gatewayProc, apart bool) row {
 		res := loadgen.Run(e.ctx, e.client, loadgen.Config{
 			Clients: 64, Requests: int64(e.plan.hotClaims), Duration: time.Minute, Request: onOwn(gws, links),
 		})
-		q := e.q.read(b) - q0 - 1
+		q := e.q.settled(b, q0)
 		if res.Status(http.StatusOK) != res.Requests || res.Failed > 0 {
 			b.Errorf("hot link: %v", res)
 		}
@@ -297,7 +297,7 @@ func (e *bench) singleClaims(b *testing.B, fs *gatewayProc) row {
 			res := loadgen.Run(e.ctx, e.client, loadgen.Config{
 				Clients: 1, Requests: int64(len(gwLinks)), Duration: time.Minute, Request: onEach([]*gatewayProc{fs}, gwLinks),
 			})
-			q := e.q.read(b) - q0 - 1
+			q := e.q.settled(b, q0)
 			if res.Status(http.StatusOK) != int64(len(gwLinks)) || res.Failed > 0 {
 				b.Errorf("single-client claims: %v", res)
 			}
