@@ -350,6 +350,36 @@ func exerciseStreamDelivery(t *testing.T, newLedger NewOutboxLedger) {
 			}
 		}
 	})
+	t.Run("TwoRecordsOfOneGrantInOneWindowLandOnce", func(t *testing.T) {
+		// A grant is updated once by a statement that joins many records
+		// to their grants, so a second record of one grant in the window
+		// waits for a statement of its own: both are answered, the
+		// attempt is recorded once, and the other grants of the window
+		// land beside them.
+		t.Parallel()
+		for _, events := range []bool{false, true} {
+			e := deliveryEnv(t, newLedger, events)
+			dbOf(t, e.l).RecordWindow = 20 * time.Millisecond
+			l := e.MustLink(t, 3)
+			g, other := e.mustClaimStream(t, l, ""), e.mustClaimStream(t, l, "")
+			errs := make([]error, 3)
+			releaseAll(t, len(errs), func(i int) error {
+				d := ledger.StreamDelivery{GrantID: g.ID, Attempt: 1, BytesAcked: 400, Measured: true}
+				if i == 2 {
+					d = ledger.StreamDelivery{GrantID: other.ID, Attempt: 1, BytesAcked: 1000, Measured: true}
+				}
+				errs[i] = e.l.GrantDeliveryRecord(e.ctx, d)
+				return nil
+			})
+			for i, err := range errs {
+				if err != nil {
+					t.Fatalf("webhooks %v: record %d: %v", events, i, err)
+				}
+			}
+			wantDelivery(t, "the grant recorded twice", e.mustGrant(t, l.ID, g.ID).Delivery, ledger.DeliveryPartial, 400, 0.4, 1)
+			wantDelivery(t, "the other grant", e.mustGrant(t, l.ID, other.ID).Delivery, ledger.DeliveryComplete, 1000, 1, 1)
+		}
+	})
 	t.Run("ARefundedGrantRecordsNothing", func(t *testing.T) {
 		t.Parallel()
 		e := deliveryEnv(t, newLedger, true)

@@ -96,6 +96,7 @@ func DialectFor(e Engine) sqlcore.Dialect {
 		IsRetryable:   isRetryable,
 		IsUnavailable: isUnavailable,
 		Batch:         batch,
+		JoinedUpdate:  true,
 		// UTC_TIMESTAMP, not NOW: the columns hold UTC whatever time_zone
 		// an operator's DSN sets. Like NOW it is one value for the whole
 		// statement.

@@ -101,6 +101,7 @@ func (s *DB) recordAlone(ctx context.Context, r streamRecord) error {
 type streamRecord struct {
 	d    ledger.StreamDelivery
 	at   time.Time
+	keys any // grants.client_keys as the record writes it
 	args []any
 }
 
@@ -127,7 +128,7 @@ func (s *DB) streamRecord(ctx context.Context, d ledger.StreamDelivery) (streamR
 	}
 	at := s.now()
 	a, z, k := d.BytesAcked, d.Size, d.Attempt
-	return streamRecord{d: d, at: at, args: []any{a, z, s.t(at), a, z, s.t(at), a, z, a, a, a, z, z, a, d.Measured, keys, k, k, d.GrantID, k, k}}, nil
+	return streamRecord{d: d, at: at, keys: keys, args: []any{a, z, s.t(at), a, z, s.t(at), a, z, a, a, a, z, z, a, d.Measured, keys, k, k, d.GrantID, k, k}}, nil
 }
 
 // recordInTx writes r inside tx: the UPDATE and, with webhooks on, first
@@ -179,19 +180,31 @@ func (s *DB) recordInTx(ctx context.Context, tx *sql.Tx, r streamRecord) error {
 func (s *DB) unrecorded(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, d ledger.StreamDelivery) error {
-	var (
-		kind     string
-		attempts int
-	)
-	err := q.QueryRowContext(ctx, `SELECT kind, attempts FROM grants WHERE id = ?`, d.GrantID).Scan(&kind, &attempts)
+	var g recordedGrant
+	err := q.QueryRowContext(ctx, `SELECT kind, attempts FROM grants WHERE id = ?`, d.GrantID).Scan(&g.kind, &g.attempts)
 	switch {
 	case isNoRows(err):
 		return ledger.ErrNotFound
 	case err != nil:
 		return err
-	case kind != ledger.KindStream:
+	}
+	return g.unrecorded(d)
+}
+
+// recordedGrant is what explains a stream record that changed no row of
+// its grant.
+type recordedGrant struct {
+	kind     string
+	attempts int
+}
+
+// unrecorded is why d changed nothing of g, nil when there was nothing
+// to change.
+func (g recordedGrant) unrecorded(d ledger.StreamDelivery) error {
+	switch {
+	case g.kind != ledger.KindStream:
 		return fmt.Errorf("%w: grant %s is a session's: its session reports its delivery", ledger.ErrInvalid, d.GrantID)
-	case d.Attempt > attempts:
+	case d.Attempt > g.attempts:
 		return fmt.Errorf("%w: attempt %d of grant %s has not begun", ledger.ErrInvalid, d.Attempt, d.GrantID)
 	}
 	return nil

@@ -96,6 +96,13 @@ type Dialect struct {
 	// that each row goes to one taker with or without it (see take in
 	// sweep.go). Tests switch it off to show exactly that.
 	SkipLocked bool
+	// JoinedUpdate reports that the engine updates many rows in one
+	// statement joined to a derived table of their values, UPDATE t JOIN
+	// (SELECT … UNION ALL SELECT …) v ON … SET … (MySQL, MariaDB, TiDB):
+	// a window's delivery records are then one statement (records.go).
+	// SQLite spells it UPDATE … FROM, and there a statement is no round
+	// trip; false keeps one UPDATE per record.
+	JoinedUpdate bool
 	// SweepTx are the options of the transactions of the sweeper, the
 	// retention batches and the webhook deliverers. MySQL runs them READ
 	// COMMITTED: their locking statements lock the rows they touch and no
