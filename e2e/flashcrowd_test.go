@@ -186,8 +186,13 @@ func hashCPU(tb testing.TB, size int64) time.Duration {
 	rand.NewChaCha8([32]byte{2}).Read(buf) //nolint:errcheck // never fails
 	done := make(chan time.Duration)
 	go func() {
-		// Locked, RUSAGE_THREAD is this goroutine's alone.
+		// Locked, RUSAGE_THREAD is this goroutine's alone. Unlocked before
+		// it exits: a goroutine that exits locked takes its thread with it,
+		// and a server this test binary started from that thread dies with
+		// it (testenv.SysProcAttr's Pdeathsig is the forking thread's, not
+		// the process's): the gateway of this test was killed so in CI.
 		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 		start := threadCPU(tb)
 		h := sha256.New()
 		for n := int64(0); n < size; n += int64(len(buf)) {

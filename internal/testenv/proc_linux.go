@@ -9,7 +9,10 @@ import (
 
 // SysProcAttr makes the kernel kill a server when the test binary dies, so a
 // test that panics or hits -timeout (no Cleanup, no TestMain epilogue) does
-// not leave mariadbd or versitygw running.
+// not leave mariadbd or versitygw running. The signal follows the thread
+// that started the server, not the process: a goroutine that calls
+// runtime.LockOSThread must unlock before it exits, or Go ends its thread
+// and every server started from that thread is killed with it.
 func SysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
