@@ -124,7 +124,7 @@ func (e *bench) claims(b *testing.B, gws []*gatewayProc) row {
 			res := loadgen.Run(e.ctx, e.client, loadgen.Config{
 				Clients: 64, Requests: int64(len(gwLinks)), Duration: time.Minute, Request: onEach(gws, gwLinks),
 			})
-			q := e.q.settled(b, q0)
+			q, _ := e.q.settled(b, q0)
 			if res.Status(http.StatusOK) != int64(len(gwLinks)) || res.Failed > 0 {
 				b.Errorf("claims: %v", res)
 			}
@@ -219,12 +219,12 @@ func (e *bench) hotLink(b *testing.B, gws []*gatewayProc, apart bool) row {
 		res := loadgen.Run(e.ctx, e.client, loadgen.Config{
 			Clients: 64, Requests: int64(e.plan.hotClaims), Duration: time.Minute, Request: onOwn(gws, links),
 		})
-		q := e.q.settled(b, q0)
+		q, behind := e.q.settled(b, q0)
 		if res.Status(http.StatusOK) != res.Requests || res.Failed > 0 {
 			b.Errorf("hot link: %v", res)
 		}
 		served += res.Status(http.StatusOK)
-		smp := cpu.per(sample{"rate": res.Rate(), "p99": ms(res.Percentile(0.99)), "stmts": float64(q) / float64(res.Requests)},
+		smp := cpu.per(sample{"rate": res.Rate(), "p99": ms(res.Percentile(0.99)), "stmts": float64(q) / float64(res.Requests), "behind": ms(behind)},
 			res.Requests, append(names("gw", len(gws)), "db", "client")...)
 		return sumCPU(smp, "gw", len(gws))
 	})
@@ -258,7 +258,7 @@ func (e *bench) hotLink(b *testing.B, gws []*gatewayProc, apart bool) row {
 		work: work,
 		gateway: gw.stat("rate").format("%.0f") + "/s, p99 " + gw.stat("p99").format("%.0f") + " ms, " + gw.stat("stmts").format("%.2f") +
 			" statements each; CPU per claim: gateway " + gw.stat("cpu.gw").format("%.0f") + " µs, MariaDB " + gw.stat("cpu.db").format("%.0f") +
-			" µs, load generator " + gw.stat("cpu.client").format("%.0f") + " µs",
+			" µs, load generator " + gw.stat("cpu.client").format("%.0f") + " µs; the last delivery records written " + gw.stat("behind").format("%.0f") + " ms after the last response",
 		reference: fmt.Sprintf("target ≥ 8,000/s, exact: %d served, remaining %d + granted %d = %d downloads", served, st.Remaining, st.Grants["granted"], st.Downloads),
 		ratio:     map[bool]string{true: "exact", false: "**not exact**"}[exact],
 		before:    before,
@@ -297,7 +297,7 @@ func (e *bench) singleClaims(b *testing.B, fs *gatewayProc) row {
 			res := loadgen.Run(e.ctx, e.client, loadgen.Config{
 				Clients: 1, Requests: int64(len(gwLinks)), Duration: time.Minute, Request: onEach([]*gatewayProc{fs}, gwLinks),
 			})
-			q := e.q.settled(b, q0)
+			q, _ := e.q.settled(b, q0)
 			if res.Status(http.StatusOK) != int64(len(gwLinks)) || res.Failed > 0 {
 				b.Errorf("single-client claims: %v", res)
 			}

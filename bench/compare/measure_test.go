@@ -105,27 +105,32 @@ func (q questions) read(tb testing.TB) int64 {
 }
 
 // settled is how many statements MariaDB received since the reading q0,
-// taken once the count stops moving, its own readings left out. A
-// gateway writes the delivery records of the responses it sent within
-// its record window after them (ledger/sqlcore/records.go): they are the
-// round's statements, and their CPU the round's, as much as the claims
-// are. Read at once, a round of 8,000 GETs of a hot link missed most of
-// them (0.35 statements per GET, where 1.1 were sent). Each read is three
+// taken once the count stops moving, its own readings left out, and how
+// long after the call it stopped. A gateway writes the delivery records
+// of the responses it sent within its record window after them
+// (ledger/sqlcore/records.go): they are the round's statements, and
+// their CPU the round's, as much as the claims are, and a gateway whose
+// records fall behind its downloads shows here as a long wait. Read at
+// once, a round of 8,000 GETs of a hot link missed most of them (0.35
+// statements per GET, where 1.1 were sent). Each read is three
 // statements of its own.
-func (q questions) settled(tb testing.TB, q0 int64) int64 {
+func (q questions) settled(tb testing.TB, q0 int64) (int64, time.Duration) {
 	tb.Helper()
+	start := time.Now()
 	last, reads := q.read(tb), int64(1)
 	for range 100 {
 		time.Sleep(100 * time.Millisecond)
 		next := q.read(tb)
 		reads++
 		if next-last == 3 {
-			return next - q0 - 3*reads
+			// Steady since the reading before: the records were written
+			// by then.
+			return next - q0 - 3*reads, time.Since(start) - 100*time.Millisecond
 		}
 		last = next
 	}
 	tb.Errorf("MariaDB's statement count still moving 10 s after the round")
-	return last - q0 - 3*reads
+	return last - q0 - 3*reads, time.Since(start)
 }
 
 // sample is what one side measured in one round, by metric name.
