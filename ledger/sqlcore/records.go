@@ -17,16 +17,18 @@ import (
 // commit, its claim's, plus a share of one more, instead of two. A
 // single client downloading back to back otherwise pays for the second:
 // its next claim's COMMIT queues behind the record's on the log.
-// With webhooks off the UPDATEs of a window go to the database as one
-// query (Dialect.Batch, as a claim's writes: START, the UPDATEs, COMMIT
-// in three round trips whatever their number), so that one process's
-// records keep up with its downloads: one round trip per record capped
-// them at about 3,000 a second on a hot link that served 5,600, and the
-// records waiting grew without bound (92,579 after 20 s, the process at
-// 937 MB). A record alone in its window is written as without one
-// (recordAlone): webhooks off, its one UPDATE, autocommitted, not START,
-// UPDATE and COMMIT. A transaction that fails is split: each record is
-// then written alone, so that one record cannot fail another. No record reads or
+// With webhooks off a window's records are one statement where the
+// engine joins an UPDATE to a derived table (MySQL, MariaDB, TiDB:
+// writeRecordsJoined), and elsewhere one transaction of one UPDATE each,
+// so that one process's records keep up with its downloads: one round
+// trip per record capped them at about 3,000 a second on a hot link that
+// served 5,600, and the records waiting grew without bound (92,579 after
+// 20 s, the process at 937 MB). A record alone in its window is written
+// as without one (recordAlone): webhooks off, its one UPDATE,
+// autocommitted. A write that fails is split: each record is then
+// written alone, so that one record cannot fail another (an attempt's
+// record lands once, so writing again what landed changes nothing). No
+// record reads or
 // locks the link's row (recordStreamSQL), so a transaction of records
 // never holds up the claims of the links whose downloads it records
 // (webhooks off: with them on, each event takes its link's row for the
