@@ -350,6 +350,60 @@ func exerciseStreamDelivery(t *testing.T, newLedger NewOutboxLedger) {
 			}
 		}
 	})
+	t.Run("RecordsInOneWindowLandAsEachWouldAlone", func(t *testing.T) {
+		// The records of a window are written together (one statement on
+		// MySQL and its kin): each grant must end as the same record
+		// written alone leaves its twin, whatever the record says.
+		t.Parallel()
+		type record struct {
+			acked    int64
+			measured bool
+			keys     []string
+			before   int64 // acknowledged by an earlier record of the attempt, -1: none
+		}
+		cases := []record{
+			{0, true, nil, -1}, {0, false, nil, -1}, {400, true, []string{"c:one"}, -1}, {999, true, nil, -1},
+			{1000, true, nil, -1}, {1000, false, []string{"u:two", "c:two"}, -1},
+			{1000, true, nil, 300}, {0, true, nil, 1000},
+		}
+		for _, events := range []bool{false, true} {
+			e := deliveryEnv(t, newLedger, events)
+			db := dbOf(t, e.l)
+			l := e.MustLink(t, 2*len(cases))
+			alone, together := make([]*ledger.Grant, len(cases)), make([]*ledger.Grant, len(cases))
+			db.RecordWindow = 0
+			for i, c := range cases {
+				alone[i], together[i] = e.mustClaimStream(t, l, ""), e.mustClaimStream(t, l, "")
+				for _, g := range []*ledger.Grant{alone[i], together[i]} {
+					if c.before >= 0 {
+						e.record(t, g, 1, c.before)
+					}
+				}
+				if err := e.l.GrantDeliveryRecord(e.ctx, ledger.StreamDelivery{GrantID: alone[i].ID, Attempt: 1,
+					BytesAcked: c.acked, Measured: c.measured, ClientKeys: c.keys}); err != nil {
+					t.Fatalf("webhooks %v: case %d alone: %v", events, i, err)
+				}
+			}
+			db.RecordWindow = 200 * time.Millisecond
+			errs := make([]error, len(cases))
+			releaseAll(t, len(cases), func(i int) error {
+				c := cases[i]
+				errs[i] = e.l.GrantDeliveryRecord(e.ctx, ledger.StreamDelivery{GrantID: together[i].ID, Attempt: 1,
+					BytesAcked: c.acked, Measured: c.measured, ClientKeys: c.keys, Size: l.Object.Size})
+				return nil
+			})
+			for i := range cases {
+				if errs[i] != nil {
+					t.Fatalf("webhooks %v: case %d in the window: %v", events, i, errs[i])
+				}
+				a, b := e.mustGrant(t, l.ID, alone[i].ID).Delivery, e.mustGrant(t, l.ID, together[i].ID).Delivery
+				if a.Status != b.Status || a.BytesAcked != b.BytesAcked || a.Coverage != b.Coverage || a.Attempts != b.Attempts ||
+					a.Measured != b.Measured || (a.DeliveredAt == nil) != (b.DeliveredAt == nil) || (a.InterruptedAt == nil) != (b.InterruptedAt == nil) {
+					t.Errorf("webhooks %v: case %+v: alone %+v, in a window %+v", events, cases[i], a, b)
+				}
+			}
+		}
+	})
 	t.Run("TwoRecordsOfOneGrantInOneWindowLandOnce", func(t *testing.T) {
 		// A grant is updated once by a statement that joins many records
 		// to their grants, so a second record of one grant in the window
