@@ -240,6 +240,41 @@ func ExerciseOutbox(t *testing.T, newLedger NewOutboxLedger) {
 			t.Fatalf("delivered %v, want %v", types, want)
 		}
 	})
+	t.Run("ABusyLinksBacklogHidesNoOtherLinksEvent", func(t *testing.T) {
+		// One link's receiver is far behind: more of its events wait than
+		// the deliverers' first look visits. The other links' events,
+		// written after that backlog, still go out with its head, and
+		// the backlog still goes out in its order.
+		t.Parallel()
+		e, o := open(t)
+		const backlog = 300 // link.created and 299 grant.created
+		busy := e.MustLink(t, backlog)
+		for range backlog - 1 {
+			if _, err := e.claim(busy, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		quiet := e.MustLink(t, 1)
+		first := mustClaimEvents(t, e, o, "a", 10, time.Minute)
+		if len(first) != 2 || first[0].LinkID != busy.ID || first[0].Type != ledger.EventLinkCreated ||
+			first[1].LinkID != quiet.ID || first[1].Type != ledger.EventLinkCreated {
+			t.Fatalf("behind a backlog of %d events the first claim = %v, want the head of each link", backlog, describe(first))
+		}
+		for _, x := range first {
+			if err := o.EventMarkDelivered(e.ctx, x.Seq, "a"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rest := drain(t, e, o)
+		if len(rest) != backlog-1 {
+			t.Fatalf("%d more events delivered, want the backlog's other %d", len(rest), backlog-1)
+		}
+		for i, x := range rest {
+			if x.LinkID != busy.ID || x.Type != ledger.EventGrantCreated || i > 0 && x.Seq <= rest[i-1].Seq {
+				t.Fatalf("event %d of the backlog = %v, want the busy link's grant.created in order", i, describe(rest[i:i+1]))
+			}
+		}
+	})
 	t.Run("ALinksOrderIsItsOwnSequenceNotTheOutboxSeq", func(t *testing.T) {
 		t.Parallel()
 		e, o := open(t)
