@@ -300,3 +300,62 @@ func TestPutIntoADeletedRootIsUnavailable(t *testing.T) {
 		t.Errorf("Ping of a deleted root = %v, want ErrUnavailable", err)
 	}
 }
+
+// A data file replaced by a symbolic link after its directory was cached:
+// the open relative to the cached directory (openLeaf, O_NOFOLLOW) does
+// not follow it, and the store's root, which Open then goes through,
+// refuses a link out of the root as it refuses it on a first open.
+func TestADataFileSwappedForALinkOutOfTheRootIsRefused(t *testing.T) {
+	st, dir := MustStore(t)
+	v := storagetest.MustPut(t, st, "", "k", []byte("inside"), "")
+	rc, err := st.Open(t.Context(), v, 0, v.Size) // caches the directory
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Close()
+	var data string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, v.VersionID+".data") {
+			data = p
+		}
+		return nil
+	})
+	if data == "" {
+		t.Fatal("no data file found for the version")
+	}
+	outside := filepath.Join(t.TempDir(), "outside")
+	if err := os.WriteFile(outside, []byte("stolen"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, data); err != nil {
+		t.Fatal(err)
+	}
+	if rc, err := st.Open(t.Context(), v, 0, v.Size); err == nil {
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		t.Fatalf("Open of a data file swapped for a link out of the root succeeded: read %q", b)
+	}
+}
+
+// Ranges opened one after another through the cached directory each
+// start at their own offset (a fresh descriptor is not sought when the
+// offset is 0, and is when it is not).
+func TestRangesThroughTheCachedDirectoryStartAtTheirOffsets(t *testing.T) {
+	st, _ := MustStore(t)
+	body := []byte("0123456789abcdef")
+	v := storagetest.MustPut(t, st, "", "k", body, "")
+	for _, rg := range [][2]int64{{0, 16}, {5, 3}, {0, 4}, {15, 1}, {0, 16}} {
+		rc, err := st.Open(t.Context(), v, rg[0], rg[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil || string(got) != string(body[rg[0]:rg[0]+rg[1]]) {
+			t.Errorf("Open(%d, %d) read %q, %v; want %q", rg[0], rg[1], got, err, body[rg[0]:rg[0]+rg[1]])
+		}
+	}
+}

@@ -46,9 +46,12 @@ func (s *Store) Open(ctx context.Context, v storage.Version, offset, length int6
 		f.Close()
 		return nil, err
 	}
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		f.Close()
-		return nil, translate("open seek", err)
+	// A file just opened is at offset 0.
+	if offset != 0 {
+		if _, err := f.Seek(offset, io.SeekStart); err != nil {
+			f.Close()
+			return nil, translate("open seek", err)
+		}
 	}
 	return &reader{f: f, ExactReader: storage.ExactReader{R: f, N: length, Short: storage.ErrChanged}}, nil
 }
@@ -97,33 +100,34 @@ func (r *reader) WriteTo(w io.Writer) (int64, error) {
 
 func (r *reader) Close() error { return r.f.Close() }
 
-// dirs (Store.dirs) keeps the object directories Open has used open, as
-// roots of their own: opening a data file through the store's root walks
-// every path component (bucket, fan-out, key hash, file: four openat calls
-// and three closes), through its directory's root it is one openat. That
-// walk was most of Open's cost on small session ranges. An evicted root
-// is closed; calls in flight on it finish first.
+// dirs (Store.dirs) keeps the object directories Open has used open:
+// opening a data file through the store's root walks every path component
+// (bucket, fan-out, key hash, file: four openat calls and three closes),
+// relative to its open directory it is one openat (openLeaf). That walk
+// was most of Open's cost on small session ranges. An evicted directory
+// is closed; opens in flight on it finish first.
 
 // dirCacheSize bounds the directories kept open (one descriptor each).
 const dirCacheSize = 128
 
-// openData opens the file name of obj's directory for reading, through
-// the directory's cached root when there is one. A miss there (the
-// directory was replaced by hand since it was cached) is retried through
-// the store's root, which sees what is on disk now.
+// openData opens the file name of obj's directory for reading, relative
+// to the directory's cached descriptor when there is one. A miss there
+// (the directory was replaced by hand since it was cached, the file is a
+// symbolic link) is retried through the store's root, which sees what is
+// on disk now.
 func (s *Store) openData(obj object, name string) (*os.File, error) {
 	if dir, ok := s.dirs.get(obj.dir); ok {
-		f, err := dir.OpenFile(name, os.O_RDONLY, 0)
+		f, err := openLeaf(dir, obj.dir, name)
 		if err == nil {
 			return f, nil
 		}
-		s.dirs.removeIf(obj.dir, func(r *os.Root) bool { return r == dir })
+		s.dirs.removeIf(obj.dir, func(d *os.File) bool { return d == dir })
 	}
 	f, err := s.root.OpenFile(obj.file(name), os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
-	if dir, err := s.root.OpenRoot(obj.dir); err == nil {
+	if dir, err := s.root.Open(obj.dir); err == nil {
 		s.dirs.put(obj.dir, dir)
 	}
 	return f, nil

@@ -51,7 +51,7 @@ type Store struct {
 	defaultBucket string
 	now           func() time.Time
 	metas         cache[metaKey, storage.Version]
-	dirs          cache[string, *os.Root]
+	dirs          cache[string, *os.File]
 	// noDigest leaves the SHA-256 out of Put, for BenchmarkPut's
 	// comparison only (export_test.go).
 	noDigest bool
@@ -77,7 +77,7 @@ func WithClock(now func() time.Time) Option {
 func New(dir string, opts ...Option) (*Store, error) {
 	s := &Store{path: dir, defaultBucket: DefaultBucket, now: time.Now,
 		metas: cache[metaKey, storage.Version]{size: metaCacheSize},
-		dirs:  cache[string, *os.Root]{size: dirCacheSize, release: func(r *os.Root) { r.Close() }}}
+		dirs:  cache[string, *os.File]{size: dirCacheSize, release: func(d *os.File) { d.Close() }}}
 	for _, opt := range opts {
 		opt(s)
 	}
