@@ -63,10 +63,15 @@ func (s *Server) accessLog(r *http.Request, info *httpx.Info, rec *httpx.Recorde
 			client = a.String()
 		}
 	}
-	s.log.LogAttrs(r.Context(), level, accessMessage, slog.String("method", r.Method), slog.Int("status", status),
+	// The record goes to the handler as Logger.LogAttrs would hand it,
+	// without the caller's PC it takes (runtime.Callers, a sixth of an
+	// access line's cost; no source is logged).
+	line := slog.NewRecord(time.Now(), level, accessMessage, 0)
+	line.AddAttrs(slog.String("method", r.Method), slog.Int("status", status),
 		slog.Int64("bytes", rec.Bytes), slog.String("duration_ms", strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64)),
 		slog.String("client", client), slog.String("user_agent", public.UserAgent(r, 80)), affinityAttr(info), actorAttr(info),
 		claimBatchAttr(r), deliveryAttr(info))
+	s.log.Handler().Handle(r.Context(), line) //nolint:errcheck // as Logger.LogAttrs: nowhere to report it
 }
 
 // claimBatchAttr says how many claims shared the transaction that decided

@@ -95,20 +95,6 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, trusted []netip.P
 // written.
 const logDelay = 50 * time.Millisecond
 
-func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-		// slog's JSON writes a duration as nanoseconds; people read "30s".
-		if a.Value.Kind() == slog.KindDuration {
-			return slog.String(a.Key, a.Value.Duration().String())
-		}
-		return a
-	}}
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
-
 // announce tells the person who started the gateway where it listens and,
 // on the embedded default, the command that makes a first link from this
 // very setup: the binary as it was run, and the admin URL and data
@@ -270,7 +256,7 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 func openLogs(cfg *config.Config) (*slog.Logger, func()) {
 	lw := logbuf.New(os.Stderr, logDelay)
 	logs.Store(lw)
-	log := slog.New(logbuf.NewHandler(newLogger(cfg, lw).Handler(), lw, slog.LevelWarn))
+	log := slog.New(logbuf.NewLineHandler(lw, cfg.LogFormat == "json", cfg.LogLevel, slog.LevelWarn))
 	return log, func() { lw.Flush() } //nolint:errcheck // stderr is gone
 }
 

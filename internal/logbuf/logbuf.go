@@ -87,6 +87,10 @@ type Handler struct {
 	slog.Handler
 	w   *Writer
 	now slog.Level
+	// enc writes common records without slog's handler (NewLineHandler);
+	// pre is WithAttrs's attributes as it encoded them.
+	enc *encoder
+	pre []byte
 }
 
 // NewHandler returns h, writing to w, flushing after each record at level
@@ -96,7 +100,10 @@ func NewHandler(h slog.Handler, w *Writer, now slog.Level) *Handler {
 }
 
 func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
-	err := h.Handler.Handle(ctx, r)
+	ok, err := h.writeLine(r)
+	if !ok {
+		err = h.Handler.Handle(ctx, r)
+	}
 	if r.Level >= h.now {
 		if ferr := h.w.Flush(); err == nil {
 			err = ferr
@@ -105,10 +112,36 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	return err
 }
 
-func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &Handler{Handler: h.Handler.WithAttrs(attrs), w: h.w, now: h.now}
+// writeLine writes r's line itself when its encoder can (NewLineHandler),
+// and reports whether it did.
+func (h *Handler) writeLine(r slog.Record) (bool, error) {
+	if h.enc == nil {
+		return false, nil
+	}
+	p := lineBufs.Get().(*[]byte)
+	defer lineBufs.Put(p)
+	b, ok := h.enc.record((*p)[:0], r, h.pre)
+	if cap(b) <= 16<<10 {
+		*p = b
+	}
+	if !ok {
+		return false, nil
+	}
+	_, err := h.w.Write(b)
+	return true, err
 }
 
+func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	out := &Handler{Handler: h.Handler.WithAttrs(attrs), w: h.w, now: h.now}
+	if h.enc != nil {
+		if pre, ok := h.enc.attrs(append([]byte(nil), h.pre...), attrs); ok {
+			out.enc, out.pre = h.enc, pre
+		}
+	}
+	return out
+}
+
+// WithGroup's records all go through slog's handler.
 func (h *Handler) WithGroup(name string) slog.Handler {
 	return &Handler{Handler: h.Handler.WithGroup(name), w: h.w, now: h.now}
 }
