@@ -201,11 +201,15 @@ func BenchmarkAccessLine(b *testing.B) {
 		{"slog-text", func(w io.Writer) slog.Handler {
 			return slog.NewTextHandler(w, &slog.HandlerOptions{ReplaceAttr: ReplaceAttr})
 		}},
-		{"lines-text", func(w io.Writer) slog.Handler { return NewLineHandler(New(w, time.Hour), false, slog.LevelInfo, slog.LevelWarn) }},
+		{"lines-text", func(w io.Writer) slog.Handler {
+			return NewLineHandler(New(w, time.Hour), false, slog.LevelInfo, slog.LevelWarn)
+		}},
 		{"slog-json", func(w io.Writer) slog.Handler {
 			return slog.NewJSONHandler(w, &slog.HandlerOptions{ReplaceAttr: ReplaceAttr})
 		}},
-		{"lines-json", func(w io.Writer) slog.Handler { return NewLineHandler(New(w, time.Hour), true, slog.LevelInfo, slog.LevelWarn) }},
+		{"lines-json", func(w io.Writer) slog.Handler {
+			return NewLineHandler(New(w, time.Hour), true, slog.LevelInfo, slog.LevelWarn)
+		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			log := slog.New(c.h(io.Discard))
