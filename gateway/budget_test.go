@@ -220,9 +220,10 @@ func TestConcurrencyCapAdmitsUpToMaxConcurrency(t *testing.T) {
 	}
 }
 
-// connAware serves h's public routes on a listener of their own whose
-// http.Server hands each connection to the gateway (Server.ConnContext),
-// as cmd/gateway's does, and returns rewrite, which points a URL of h at
+// connAware serves h's public routes on a listener of their own, behind
+// the connection limit (LimitListener, whose connections count what they
+// write), whose http.Server hands each connection to the gateway
+// (Server.ConnContext), as cmd/gateway's does, and returns rewrite, which points a URL of h at
 // it, and wait, which returns once the requests it served have ended.
 func connAware(t *testing.T, h *Harness) (rewrite func(string) string, wait func()) {
 	t.Helper()
@@ -244,10 +245,11 @@ func connAware(t *testing.T, h *Harness) (rewrite func(string) string, wait func
 		}()
 		public.ServeHTTP(w, r)
 	}))
+	srv.Listener = gateway.LimitListener(srv.Listener, 1024)
 	srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 		// A send queue large enough to hold what a client that stopped
 		// reading leaves behind, whatever the autotuning did so far.
-		c.(*net.TCPConn).SetWriteBuffer(2 << 20) //nolint:errcheck // a hint
+		c.(interface{ NetConn() net.Conn }).NetConn().(*net.TCPConn).SetWriteBuffer(2 << 20) //nolint:errcheck // a hint
 		return h.Server.ConnContext(ctx, c)
 	}
 	srv.Start()

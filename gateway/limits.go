@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dlgate/dlgate/gateway/deliver"
 	"github.com/dlgate/dlgate/gateway/httpx"
 	"github.com/dlgate/dlgate/gateway/problem"
 )
@@ -216,7 +217,12 @@ type limitConn struct {
 	net.Conn
 	once    sync.Once
 	release func()
+	written atomic.Int64
 }
+
+// A response reads where its body begins from the count of bytes written
+// (deliver.WriteCounter).
+var _ deliver.WriteCounter = (*limitConn)(nil)
 
 // NetConn lets a response see through the limit's wrapper to the TCP
 // socket (deliver.ConnContext).
@@ -228,10 +234,23 @@ func (c *limitConn) Close() error {
 	return err
 }
 
-// ReadFrom keeps the inner connection's sendfile and splice paths.
-func (c *limitConn) ReadFrom(r io.Reader) (int64, error) {
-	if rf, ok := c.Conn.(io.ReaderFrom); ok {
-		return rf.ReadFrom(r)
-	}
-	return io.Copy(struct{ io.Writer }{c.Conn}, r)
+func (c *limitConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.written.Add(int64(n))
+	return n, err
 }
+
+// ReadFrom keeps the inner connection's sendfile and splice paths.
+func (c *limitConn) ReadFrom(r io.Reader) (n int64, err error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(r)
+	} else {
+		n, err = io.Copy(struct{ io.Writer }{c.Conn}, r)
+	}
+	c.written.Add(n)
+	return n, err
+}
+
+// BytesWritten is every byte handed to the socket since it was accepted:
+// what the kernel took of each Write and ReadFrom.
+func (c *limitConn) BytesWritten() int64 { return c.written.Load() }

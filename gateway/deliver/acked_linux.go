@@ -67,23 +67,50 @@ func dupSocket(rc syscall.RawConn) (socket, error) {
 
 func (s socket) close() { unix.Close(s.fd) } //nolint:errcheck // a duplicate: nothing was written through it
 
-// readStream reads the socket's counters as one snapshot: TCP_INFO
-// (what was acknowledged, the connection's state), the send queue
-// (SIOCOUTQ, write_seq − snd_una), then TCP_INFO again. The two system
-// calls are not atomic: an acknowledgement that arrives between them
-// moves bytes from the queue the second read sees to an acknowledged
-// count the first one did not, and the reading would say nothing is
-// queued while counting too few acknowledged (a whole response recorded
-// as delivered to nobody). So the reading counts only when no
-// acknowledgement arrived between the two TCP_INFO reads, and is taken
-// again otherwise (nothing else moves these numbers: the response's
-// goroutine is the socket's only writer while it reads them). Both stay
-// valid after a reset, which frees the queue but leaves the sequence
-// numbers.
-func readStream(s socket) (tcpStream, error) {
-	return snapshot(
-		func() (*unix.TCPInfo, error) { return unix.GetsockoptTCPInfo(s.fd, unix.IPPROTO_TCP, unix.TCP_INFO) },
-		func() (int, error) { return unix.IoctlGetInt(s.fd, unix.SIOCOUTQ) })
+// readStream reads the socket's counters as one snapshot. With the
+// connection's count of the bytes written (n), one TCP_INFO tells the
+// rest (counted). Without it: TCP_INFO (what was acknowledged, the
+// connection's state), the send queue (SIOCOUTQ, write_seq − snd_una),
+// then TCP_INFO again. The two system calls are not atomic: an
+// acknowledgement that arrives between them moves bytes from the queue
+// the second read sees to an acknowledged count the first one did not,
+// and the reading would say nothing is queued while counting too few
+// acknowledged (a whole response recorded as delivered to nobody). So the
+// reading counts only when no acknowledgement arrived between the two
+// TCP_INFO reads, and is taken again otherwise (nothing else moves these
+// numbers: the response's goroutine is the socket's only writer while it
+// reads them). Both stay valid after a reset, which frees the queue but
+// leaves the sequence numbers.
+func readStream(s socket, n WriteCounter) (tcpStream, error) {
+	tcpInfo := func() (*unix.TCPInfo, error) { return unix.GetsockoptTCPInfo(s.fd, unix.IPPROTO_TCP, unix.TCP_INFO) }
+	if n != nil {
+		info, err := tcpInfo()
+		if err != nil {
+			return tcpStream{}, err
+		}
+		return counted(info, n.BytesWritten()), nil
+	}
+	return snapshot(tcpInfo, func() (int, error) { return unix.IoctlGetInt(s.fd, unix.SIOCOUTQ) })
+}
+
+// counted is the stream that one TCP_INFO reading and written, the bytes
+// handed to the socket since the connection began, tell: one system
+// call, whose numbers the kernel reads under the socket's lock, so that
+// no acknowledgement falls between them; and written moves only when the
+// response's goroutine, which reads it, writes. tcpi_bytes_acked counts
+// the acknowledged data from the connection's first byte, as written
+// does (the handshake is not counted), plus one for this side's FIN once
+// acknowledged, which the minimum takes off.
+func counted(info *unix.TCPInfo, written int64) tcpStream {
+	acked := min(int64(info.Bytes_acked), written)
+	queued := written - acked
+	return tcpStream{
+		written:     written,
+		acked:       acked,
+		transmitted: written - min(int64(info.Notsent_bytes), queued),
+		reset:       info.State == tcpClose,
+		peerClosed:  info.State == tcpCloseWait,
+	}
 }
 
 // snapshotTries bounds how often snapshot reads the counters again.

@@ -88,3 +88,30 @@ func TestSnapshotGivesUpAfterItsTries(t *testing.T) {
 		t.Errorf("snapshot = acked %d, written %d; want the reading before the queue: %d, %d", st.acked, st.written, want, want+100)
 	}
 }
+
+// One TCP_INFO and the count written: the queue is what was written and
+// not acknowledged, of which notsent never left; this side's FIN, once
+// acknowledged, is not a byte of the stream.
+func TestACountedReading(t *testing.T) {
+	for _, c := range []struct {
+		name                       string
+		info                       unix.TCPInfo
+		written                    int64
+		wantAcked, wantTransmitted int64
+		reset, peerClosed, all     bool
+	}{
+		{"all acknowledged", unix.TCPInfo{Bytes_acked: 5000, State: 1}, 5000, 5000, 5000, false, false, true},
+		{"in flight and queued", unix.TCPInfo{Bytes_acked: 1000, Notsent_bytes: 3000, State: 1}, 5000, 1000, 2000, false, false, false},
+		{"our FIN acknowledged", unix.TCPInfo{Bytes_acked: 5001, State: 7}, 5000, 5000, 5000, true, false, true},
+		{"reset with bytes queued", unix.TCPInfo{Bytes_acked: 1000, Notsent_bytes: 2500, State: 7}, 5000, 1000, 2500, true, false, false},
+		{"peer sent its FIN", unix.TCPInfo{Bytes_acked: 4000, State: 8}, 5000, 4000, 5000, false, true, false},
+		{"notsent above the queue", unix.TCPInfo{Bytes_acked: 4000, Notsent_bytes: 9000, State: 1}, 5000, 4000, 4000, false, false, false},
+	} {
+		st := counted(&c.info, c.written)
+		if st.written != c.written || st.acked != c.wantAcked || st.transmitted != c.wantTransmitted ||
+			st.reset != c.reset || st.peerClosed != c.peerClosed || (st.acked == st.written) != c.all {
+			t.Errorf("%s: %+v, want written %d, acked %d, transmitted %d, reset %v, peer closed %v, all acknowledged %v",
+				c.name, st, c.written, c.wantAcked, c.wantTransmitted, c.reset, c.peerClosed, c.all)
+		}
+	}
+}

@@ -17,6 +17,6 @@ type socket struct{}
 // unmeasured.
 func dupSocket(syscall.RawConn) (socket, error) { return socket{}, errNoTCPInfo }
 
-func readStream(socket) (tcpStream, error) { return tcpStream{}, errNoTCPInfo }
+func readStream(socket, WriteCounter) (tcpStream, error) { return tcpStream{}, errNoTCPInfo }
 
 func (socket) close() {}
