@@ -86,6 +86,9 @@ func pathMatcher(pattern string, encoded bool) mux.MatcherFunc {
 	}
 }
 
+// maxPatternVars is the most variables a plain pattern has.
+const maxPatternVars = 4
+
 // plainPattern reports whether matchPattern understands pattern.
 func plainPattern(pattern string) bool {
 	if pattern == "" || pattern[0] != '/' {
@@ -109,7 +112,7 @@ func plainPattern(pattern string) bool {
 		}
 		vars[name] = true
 	}
-	return true
+	return len(vars) <= maxPatternVars
 }
 
 // matchPattern matches path against a plain pattern and returns its
@@ -117,12 +120,27 @@ func plainPattern(pattern string) bool {
 // non-empty rest of the path and {var:.*} the rest, empty or not, neither
 // with a newline (the regexp "." does not match one).
 func matchPattern(pattern, path string) (map[string]string, bool) {
-	var vars map[string]string
-	set := func(name, val string) {
-		if vars == nil {
-			vars = make(map[string]string, 2)
+	// The variables wait here until the whole path matched: most routes
+	// tried fail after a variable, and a map each was most of the
+	// router's allocation.
+	var (
+		found [maxPatternVars][2]string
+		n     int
+	)
+	set := func(name, val string) bool {
+		if n == len(found) {
+			return false // plainPattern refuses more
 		}
-		vars[name] = val
+		found[n] = [2]string{name, val}
+		n++
+		return true
+	}
+	vars := func() map[string]string {
+		m := make(map[string]string, n)
+		for _, v := range found[:n] {
+			m[v[0]] = v[1]
+		}
+		return m
 	}
 	for pattern != "" {
 		if path == "" || path[0] != '/' {
@@ -137,18 +155,19 @@ func matchPattern(pattern, path string) (map[string]string, bool) {
 			if ok && path == "" || strings.IndexByte(path, '\n') >= 0 {
 				return nil, false
 			}
-			set(strings.TrimSuffix(rest, ":.*}")[1:], path)
-			return vars, true
+			if !set(strings.TrimSuffix(rest, ":.*}")[1:], path) {
+				return nil, false
+			}
+			return vars(), true
 		}
 		seg, rest := path, ""
 		if i := strings.IndexByte(path, '/'); i >= 0 {
 			seg, rest = path[:i], path[i:]
 		}
 		if pseg != "" && pseg[0] == '{' {
-			if seg == "" {
+			if seg == "" || !set(pseg[1:len(pseg)-1], seg) {
 				return nil, false
 			}
-			set(pseg[1:len(pseg)-1], seg)
 		} else if seg != pseg {
 			return nil, false
 		}
@@ -157,10 +176,7 @@ func matchPattern(pattern, path string) (map[string]string, bool) {
 	if path != "" {
 		return nil, false
 	}
-	if vars == nil {
-		vars = map[string]string{}
-	}
-	return vars, true
+	return vars(), true
 }
 
 // forgedTokens answers, before any route is tried, a GET, HEAD or POST of

@@ -216,6 +216,7 @@ func TestRoutePatternsArePlainTemplates(t *testing.T) {
 		"/debug/pprof/{profile:.*}": true, "/v1/links": true,
 		"/d/{token:[a-z]+}": false, "/d/{name:.+}/x": false, "/d/pre{token}": false, "/d/{a}/{a}": false,
 		"/d//x": false, "d/{token}": false, "": false,
+		"/{a}/{b}/{c}/{d}": true, "/{a}/{b}/{c}/{d}/{e}": false,
 	} {
 		if plainPattern(p) != ok {
 			t.Errorf("plainPattern(%q) = %v", p, !ok)
