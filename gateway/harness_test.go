@@ -17,6 +17,7 @@ import (
 
 	"github.com/dlgate/dlgate/gateway"
 	"github.com/dlgate/dlgate/gateway/problem"
+	"github.com/dlgate/dlgate/internal/logbuf"
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/ledger/sqlcore"
 	"github.com/dlgate/dlgate/ledger/sqlite"
@@ -90,8 +91,9 @@ func MustHarness(tb testing.TB, configure ...func(*gateway.Options)) *Harness {
 		Secret:     testSecret,
 		PublicURL:  "http://" + h.Public.Listener.Addr().String(),
 		AdminToken: testAdminToken,
-		Logger:     slog.New(slog.NewJSONHandler(h.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Now:        h.Clock.Now,
+		// gateway serve's log handler (logbuf), JSON, each line written at once.
+		Logger: slog.New(logbuf.NewLineHandler(logbuf.New(h.Logs, time.Hour), true, slog.LevelDebug, slog.LevelDebug-100)),
+		Now:    h.Clock.Now,
 	}
 	for _, c := range configure {
 		c(&opts)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dlgate/dlgate/gateway/httpx"
 	"github.com/dlgate/dlgate/gateway/public"
+	"github.com/dlgate/dlgate/internal/logbuf"
 	"github.com/dlgate/dlgate/ledger"
 )
 
@@ -24,12 +25,15 @@ func (s *Server) wrap(public bool, h http.Handler) http.Handler {
 		r = r.WithContext(httpx.WithInfo(ledger.WithWait(r.Context()), info))
 		rec := &httpx.Recorder{ResponseWriter: w}
 		hd := w.Header()
-		hd.Set("X-Request-Id", info.ID)
+		hd["X-Request-Id"] = []string{info.ID}
 		if public {
-			// SPEC §3: on every public response, errors included.
-			hd.Set("Cache-Control", "no-store")
-			hd.Set("X-Content-Type-Options", "nosniff")
-			hd.Set("Referrer-Policy", "no-referrer")
+			// SPEC §3: on every public response, errors included. The
+			// keys are canonical and the values shared: nothing writes
+			// into a header's value slice (Set and Del replace it, Add
+			// outgrows its capacity of one), and WriteHeader copies them.
+			hd["Cache-Control"] = noStore
+			hd["X-Content-Type-Options"] = noSniff
+			hd["Referrer-Policy"] = noReferrer
 			if s.HSTS != "" {
 				hd.Set("Strict-Transport-Security", s.HSTS)
 			}
@@ -38,6 +42,13 @@ func (s *Server) wrap(public bool, h http.Handler) http.Handler {
 		h.ServeHTTP(rec, r)
 	})
 }
+
+// The values of the headers every public response carries.
+var (
+	noStore    = []string{"no-store"}
+	noSniff    = []string{"nosniff"}
+	noReferrer = []string{"no-referrer"}
+)
 
 // accessLog writes the request's one access line and its metrics.
 // Refusals (404, 409, 416, 429) are at info like everything else: an
@@ -63,21 +74,80 @@ func (s *Server) accessLog(r *http.Request, info *httpx.Info, rec *httpx.Recorde
 			client = a.String()
 		}
 	}
-	// The record goes to the handler as Logger.LogAttrs would hand it,
-	// without the caller's PC it takes (runtime.Callers, a sixth of an
-	// access line's cost; no source is logged).
-	line := slog.NewRecord(time.Now(), level, accessMessage, 0)
-	line.AddAttrs(slog.String("method", r.Method), slog.Int("status", status),
-		slog.Int64("bytes", rec.Bytes), slog.String("duration_ms", strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64)),
-		slog.String("client", client), slog.String("user_agent", public.UserAgent(r, 80)), affinityAttr(info), actorAttr(info),
-		claimBatchAttr(r), deliveryAttr(info))
-	s.log.Handler().Handle(r.Context(), line) //nolint:errcheck // as Logger.LogAttrs: nowhere to report it
+	line := accessLine{method: r.Method, status: status, bytes: rec.Bytes,
+		ms:     strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64),
+		client: client, ua: public.UserAgent(r, 80), info: info, claimBatch: ledger.WaitOf(r.Context()).ClaimBatch()}
+	now := time.Now()
+	if s.lines != nil && line.write(s.lines, level, now) {
+		return
+	}
+	s.log.Handler().Handle(r.Context(), line.record(level, now)) //nolint:errcheck // as Logger.LogAttrs: nowhere to report it
+}
+
+// accessLine is what a request's access line says.
+type accessLine struct {
+	method         string
+	status         int
+	bytes          int64
+	ms, client, ua string
+	info           *httpx.Info
+	claimBatch     int
+}
+
+// record is the line as a record, as Logger.LogAttrs would hand it to the
+// handler, without the caller's PC it takes (runtime.Callers, a sixth of
+// an access line's cost; no source is logged). The context handler
+// (httpx.LogHandler) adds the request id and route.
+func (a accessLine) record(level slog.Level, now time.Time) slog.Record {
+	r := slog.NewRecord(now, level, accessMessage, 0)
+	r.AddAttrs(slog.String("method", a.method), slog.Int("status", a.status),
+		slog.Int64("bytes", a.bytes), slog.String("duration_ms", a.ms),
+		slog.String("client", a.client), slog.String("user_agent", a.ua), affinityAttr(a.info), actorAttr(a.info),
+		claimBatchAttr(a.claimBatch), deliveryAttr(a.info))
+	return r
+}
+
+// write writes the line through h's own encoder (logbuf.Line): the bytes
+// record's would make through the context handler and h, without
+// building the record. It reports false, having written nothing, when h
+// does not write lines itself or a value needs slog's (a User-Agent
+// outside ASCII).
+func (a accessLine) write(h *logbuf.Handler, level slog.Level, now time.Time) bool {
+	var l logbuf.Line
+	if !h.Begin(&l, now, level, accessMessage) {
+		return false
+	}
+	l.String("method", a.method)
+	l.Int("status", int64(a.status))
+	l.Int("bytes", a.bytes)
+	l.String("duration_ms", a.ms)
+	l.String("client", a.client)
+	l.String("user_agent", a.ua)
+	if a.info.Affinity != "" {
+		l.String("affinity", a.info.Affinity)
+	}
+	if a.info.Actor != "" {
+		l.String("key_id", a.info.Actor)
+	}
+	if a.claimBatch != 0 {
+		l.Int("claim_batch", int64(a.claimBatch))
+	}
+	if a.info.Delivery != "" {
+		l.String("delivery", a.info.Delivery)
+		l.Int("bytes_acked", a.info.BytesAcked)
+		if !a.info.AckMeasured {
+			l.Bool("measured", false)
+		}
+	}
+	l.String("request_id", a.info.ID)
+	l.String("route", a.info.Route)
+	ok, _ := l.Write(level) // as Logger.LogAttrs: nowhere to report an error
+	return ok
 }
 
 // claimBatchAttr says how many claims shared the transaction that decided
 // the request's claim (1: it went alone), when it made one.
-func claimBatchAttr(r *http.Request) slog.Attr {
-	n := ledger.WaitOf(r.Context()).ClaimBatch()
+func claimBatchAttr(n int) slog.Attr {
 	if n == 0 {
 		return slog.Attr{}
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/dlgate/dlgate/gateway/public"
 	"github.com/dlgate/dlgate/gateway/uploads"
 	"github.com/dlgate/dlgate/gateway/warm"
+	"github.com/dlgate/dlgate/internal/logbuf"
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/preview"
 	"github.com/dlgate/dlgate/storage"
@@ -89,7 +90,10 @@ type Options struct {
 // Server serves the public and admin routes.
 type Server struct {
 	Options
-	log     *slog.Logger
+	log *slog.Logger
+	// lines is the process's log handler when it writes the access line
+	// itself (logbuf.NewLineHandler, as gateway serve's): nil otherwise.
+	lines   *logbuf.Handler
 	metrics *metrics.Metrics
 	keys    *token.Keys
 	warm    *warm.Sessions
@@ -138,6 +142,7 @@ func New(opts Options) (*Server, error) {
 	pipeline := deliver.New(deliver.Config{Store: opts.Store, Log: log, Metrics: m, WriteTimeout: opts.WriteTimeout,
 		OpenTimeout: opts.StoreOpenTimeout, IdleTimeout: opts.StoreIdleTimeout, Now: opts.Now})
 	s := &Server{Options: opts, log: log, metrics: m, keys: keys, warm: w, objects: opts.Ledger, upkeep: opts.Ledger}
+	s.lines, _ = opts.Logger.Handler().(*logbuf.Handler)
 	s.public = public.New(public.Config{
 		Claims: opts.Ledger, Deliveries: opts.Ledger, Warm: w, Pipeline: pipeline, Keys: keys, Auth: opts.Auth, Previews: opts.Previews,
 		Log: log, Metrics: m, PublicURL: opts.PublicURL, Defaults: opts.Defaults, Affinity: opts.Affinity,

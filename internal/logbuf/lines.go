@@ -48,11 +48,29 @@ var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b
 // record appends r's line, pre being the attributes of WithAttrs as
 // attrs encoded them.
 func (e *encoder) record(b []byte, r slog.Record, pre []byte) ([]byte, bool) {
+	b, ok := e.head(b, r.Time, r.Level, r.Message)
+	if !ok {
+		return b, false
+	}
+	b = append(b, pre...)
+	r.Attrs(func(a slog.Attr) bool {
+		b, ok = e.attr(b, a)
+		return ok
+	})
+	if !ok {
+		return b, false
+	}
+	return e.end(b), true
+}
+
+// head appends what comes before a record's attributes: its time, level
+// and message.
+func (e *encoder) head(b []byte, t time.Time, level slog.Level, msg string) ([]byte, bool) {
 	if e.json {
 		b = append(b, '{')
 	}
-	if !r.Time.IsZero() {
-		t := r.Time.Round(0)
+	if !t.IsZero() {
+		t = t.Round(0)
 		if e.json {
 			if y := t.Year(); y < 0 || y >= 10000 {
 				return b, false // slog writes an error in its place
@@ -70,28 +88,22 @@ func (e *encoder) record(b []byte, r slog.Record, pre []byte) ([]byte, bool) {
 	if b, ok = e.key(b, slog.LevelKey); !ok {
 		return b, false
 	}
-	if b, ok = e.string(b, r.Level.String()); !ok {
+	if b, ok = e.string(b, level.String()); !ok {
 		return b, false
 	}
 	b = e.sep(b)
 	if b, ok = e.key(b, slog.MessageKey); !ok {
 		return b, false
 	}
-	if b, ok = e.string(b, r.Message); !ok {
-		return b, false
-	}
-	b = append(b, pre...)
-	r.Attrs(func(a slog.Attr) bool {
-		b, ok = e.attr(b, a)
-		return ok
-	})
-	if !ok {
-		return b, false
-	}
+	return e.string(b, msg)
+}
+
+// end closes a line.
+func (e *encoder) end(b []byte) []byte {
 	if e.json {
 		b = append(b, '}')
 	}
-	return append(b, '\n'), true
+	return append(b, '\n')
 }
 
 // attrs appends attrs, each after a separator, as WithAttrs keeps them.
@@ -224,4 +236,75 @@ func appendRFC3339Millis(b []byte, t time.Time) []byte {
 	t = t.Truncate(time.Millisecond).Add(time.Millisecond / 10)
 	b = t.AppendFormat(b, time.RFC3339Nano)
 	return append(b[:n+prefixLen], b[n+prefixLen+1:]...) // drop the 4th digit
+}
+
+// Line is a record written by a NewLineHandler's encoder straight from
+// its attributes, without a slog.Record: the access line, written for
+// every request. Begin it with Handler.Begin, add attributes, Write it.
+// When an attribute is one slog's handler must write (Write then reports
+// false, having written nothing), the caller logs the record through
+// slog instead.
+type Line struct {
+	h  *Handler
+	p  *[]byte
+	b  []byte
+	ok bool
+}
+
+// Begin starts l as the line of a record of time t, level and msg, and
+// reports whether h writes lines itself (NewLineHandler, without
+// WithAttrs or WithGroup); when it does not, l is not to be used.
+func (h *Handler) Begin(l *Line, t time.Time, level slog.Level, msg string) bool {
+	if h.enc == nil || len(h.pre) != 0 {
+		return false
+	}
+	p := lineBufs.Get().(*[]byte)
+	b, ok := h.enc.head((*p)[:0], t, level, msg)
+	*l = Line{h: h, p: p, b: b, ok: ok}
+	return true
+}
+
+// String adds a string attribute.
+func (l *Line) String(key, val string) {
+	if l.ok {
+		l.b, l.ok = l.h.enc.attr(l.b, slog.String(key, val))
+	}
+}
+
+// Int adds an integer attribute.
+func (l *Line) Int(key string, val int64) {
+	if l.ok {
+		l.b, l.ok = l.h.enc.attr(l.b, slog.Int64(key, val))
+	}
+}
+
+// Bool adds a boolean attribute.
+func (l *Line) Bool(key string, val bool) {
+	if l.ok {
+		l.b, l.ok = l.h.enc.attr(l.b, slog.Bool(key, val))
+	}
+}
+
+// Write ends the line and writes it, flushing as Handle would, and
+// reports whether it did; false means nothing was written and the record
+// is to be logged through slog. l is not to be used after.
+func (l *Line) Write(level slog.Level) (bool, error) {
+	defer func() {
+		if cap(l.b) <= 16<<10 {
+			*l.p = l.b[:0]
+		}
+		lineBufs.Put(l.p)
+		*l = Line{}
+	}()
+	if !l.ok {
+		return false, nil
+	}
+	l.b = l.h.enc.end(l.b)
+	_, err := l.h.w.Write(l.b)
+	if level >= l.h.now {
+		if ferr := l.h.w.Flush(); err == nil {
+			err = ferr
+		}
+	}
+	return true, err
 }

@@ -241,3 +241,65 @@ func BenchmarkAccessLineRecord(b *testing.B) {
 		h.Handle(ctx, r) //nolint:errcheck
 	}
 }
+
+// A Line writes what the same record handed to slog's handler writes, or,
+// when slog must write it, nothing and says so.
+func TestALineIsItsRecordsLine(t *testing.T) {
+	for _, json := range []bool{false, true} {
+		r := mathrand.New(mathrand.NewPCG(3, 4))
+		written := 0
+		for i := range 5000 {
+			fast, fastOut, fastBuf, ref, refBuf := lineHandlers(json)
+			tm := time.Unix(r.Int64N(4e9), r.Int64N(1e9))
+			level := []slog.Level{slog.LevelInfo, slog.LevelDebug, slog.LevelError}[r.IntN(3)]
+			msg := strs[r.IntN(len(strs))]
+			rec := slog.NewRecord(tm, level, msg, 0)
+			var l Line
+			if !fast.Begin(&l, tm, level, msg) {
+				t.Fatal("a NewLineHandler does not begin lines")
+			}
+			for range r.IntN(12) {
+				key := "k" + fmt.Sprint(r.IntN(5))
+				switch r.IntN(3) {
+				case 0:
+					v := strs[r.IntN(len(strs))]
+					l.String(key, v)
+					rec.AddAttrs(slog.String(key, v))
+				case 1:
+					v := r.Int64() - r.Int64()
+					l.Int(key, v)
+					rec.AddAttrs(slog.Int64(key, v))
+				default:
+					v := r.IntN(2) == 0
+					l.Bool(key, v)
+					rec.AddAttrs(slog.Bool(key, v))
+				}
+			}
+			ok, err := l.Write(level)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ref.Handle(context.Background(), rec); err != nil {
+				t.Fatal(err)
+			}
+			fastOut.Flush()
+			switch {
+			case !ok && fastBuf.Len() != 0:
+				t.Fatalf("json %v, line %d: Write reported false but wrote %q", json, i, fastBuf.String())
+			case ok && fastBuf.String() != refBuf.String():
+				t.Fatalf("json %v, line %d:\n got %q\nwant %q", json, i, fastBuf.String(), refBuf.String())
+			case ok:
+				written++
+			}
+		}
+		if written < 1000 {
+			t.Errorf("json %v: %d of 5000 lines written without slog; the comparison says little", json, written)
+		}
+	}
+	// A handler given attributes or a group does not begin lines.
+	fast, _, _, _, _ := lineHandlers(false)
+	var l Line
+	if fast.WithAttrs([]slog.Attr{slog.String("a", "b")}).(*Handler).Begin(&l, time.Now(), slog.LevelInfo, "m") {
+		t.Error("a handler with attributes began a line without them")
+	}
+}
