@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/dlgate/dlgate/gateway/deliver"
 	"github.com/dlgate/dlgate/ledger"
@@ -137,8 +138,17 @@ func (m *meter) End(ctx context.Context, res deliver.Result) {
 		log.LogAttrs(ctx, slog.LevelInfo, "session response ended early", slog.Group("", m.attrs...),
 			slog.Int64("bytes", res.Sent-res.Unsent), slog.Int64("untransmitted", res.Unsent), slog.Int64("bytes_acked", res.Acked), slog.Any("err", res.Err))
 	default:
-		log.LogAttrs(ctx, slog.LevelInfo, "session bytes sent", slog.Group("", m.attrs...),
-			slog.Int64("bytes", res.Sent), slog.Int64("bytes_acked", res.Acked), slog.Int("status", res.Status))
+		// One a range: the record goes to the handler as LogAttrs would
+		// hand it, without the caller's PC it takes (runtime.Callers; no
+		// source is logged), the session's attributes inline as the
+		// group of the line above writes them.
+		if !log.Enabled(ctx, slog.LevelInfo) {
+			return
+		}
+		r := slog.NewRecord(time.Now(), slog.LevelInfo, "session bytes sent", 0)
+		r.Add(m.attrs...)
+		r.AddAttrs(slog.Int64("bytes", res.Sent), slog.Int64("bytes_acked", res.Acked), slog.Int("status", res.Status))
+		log.Handler().Handle(ctx, r) //nolint:errcheck // as LogAttrs: nowhere to report it
 	}
 }
 
