@@ -12,10 +12,13 @@ import (
 
 // slotLease is one concurrency slot this process holds, renewed in the
 // background until it is released. lost is closed when a renewal finds
-// the lease gone (another process reclaimed it after a stall).
+// the lease gone (another process reclaimed it after a stall): it is
+// lostCtx's Done, which a response watches without a goroutine of its
+// own (context.AfterFunc).
 type slotLease struct {
 	sessionID, holder string
-	lost              chan struct{}
+	lost              <-chan struct{}
+	lostCtx           context.Context
 	stop              context.CancelFunc
 	idleTimer         *time.Timer // while idle (warm.keepIdle): its release
 }
@@ -32,7 +35,8 @@ func (w *Sessions) takeSlot(ctx context.Context, sessionID string) (*slotLease, 
 		return nil, err
 	}
 	rctx, stop := context.WithCancel(context.Background())
-	l := &slotLease{sessionID: sessionID, holder: holder, lost: make(chan struct{}), stop: stop}
+	lostCtx, markLost := context.WithCancel(context.Background())
+	l := &slotLease{sessionID: sessionID, holder: holder, lost: lostCtx.Done(), lostCtx: lostCtx, stop: stop}
 	go func() {
 		t := time.NewTicker(w.Lease / 3)
 		defer t.Stop()
@@ -43,7 +47,7 @@ func (w *Sessions) takeSlot(ctx context.Context, sessionID string) (*slotLease, 
 			case <-t.C:
 				err := w.Slots.SlotRenew(rctx, sessionID, holder, w.Lease)
 				if errors.Is(err, ledger.ErrNotFound) {
-					close(l.lost)
+					markLost()
 					return
 				}
 				if err != nil && rctx.Err() == nil {

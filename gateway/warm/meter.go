@@ -64,14 +64,11 @@ func (m *meter) Begin(ctx context.Context, need int64) (context.Context, error) 
 		m.ahead = 1
 	}
 	rctx, cancel := context.WithCancelCause(ctx)
-	m.cancel = cancel
-	go func() {
-		select {
-		case <-lease.lost:
-			cancel(errLeaseLost)
-		case <-rctx.Done():
-		}
-	}()
+	unwatch := context.AfterFunc(lease.lostCtx, func() { cancel(errLeaseLost) })
+	m.cancel = func(cause error) {
+		unwatch()
+		cancel(cause)
+	}
 	if m.left > 0 {
 		if err := m.ensure(rctx); err != nil {
 			m.end(false, carried{})

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/dlgate/dlgate/gateway/deliver"
+	"github.com/dlgate/dlgate/ledger"
 )
 
 // A range's "session bytes sent" line carries the session's attributes
@@ -47,5 +49,42 @@ func TestASessionBytesSentLineNamesTheSessionAndWhatWasSent(t *testing.T) {
 	}
 	if got, want := untimed(out.Bytes()), untimed(ref.Bytes()); got != want {
 		t.Errorf("line\n got %s\nwant %s", got, want)
+	}
+}
+
+// A response whose slot lease another process reclaimed (a renewal finds
+// it gone) ends with errLeaseLost as its context's cause; one that ended
+// before is left alone.
+func TestAResponseEndsWhenItsSlotLeaseIsLost(t *testing.T) {
+	var book budgetBook
+	l := book.ledger(nil)
+	l.renew = func(string, string) error { return ledger.ErrNotFound }
+	w := newTestWarm(l, 0)
+	w.Lease = 30 * time.Millisecond // renewed, and found gone, every 10 ms
+
+	m := w.Meter(warmRow, nil)
+	ctx, err := m.Begin(context.Background(), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a response whose lease was lost still went on after 10 s")
+	}
+	if cause := context.Cause(ctx); !errors.Is(cause, errLeaseLost) {
+		t.Errorf("the response's context ended with %v, want errLeaseLost", cause)
+	}
+	m.End(context.Background(), deliver.Result{Status: 206, Err: context.Cause(ctx)})
+
+	// Ended first: its context ends with the response, not the lease.
+	m = w.Meter(warmRow, nil)
+	ctx, err = m.Begin(context.Background(), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.End(context.Background(), deliver.Result{})
+	if cause := context.Cause(ctx); errors.Is(cause, errLeaseLost) {
+		t.Errorf("a response that ended before its lease was lost has cause %v", cause)
 	}
 }

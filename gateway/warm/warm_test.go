@@ -20,6 +20,7 @@ type fakeWarmLedger struct {
 	report  func(d ledger.SessionDelivery)
 	acquire func(id, holder string) error
 	release func(id, holder string) error
+	renew   func(id, holder string) error // nil: renewed
 }
 
 func (f *fakeWarmLedger) SessionGetByTokenHash(context.Context, []byte) (*ledger.Session, error) {
@@ -40,7 +41,12 @@ func (f *fakeWarmLedger) SessionDeliveryRecord(_ context.Context, d ledger.Sessi
 func (f *fakeWarmLedger) SlotAcquire(_ context.Context, id, holder string, _ time.Duration) error {
 	return f.acquire(id, holder)
 }
-func (f *fakeWarmLedger) SlotRenew(context.Context, string, string, time.Duration) error { return nil }
+func (f *fakeWarmLedger) SlotRenew(_ context.Context, id, holder string, _ time.Duration) error {
+	if f.renew != nil {
+		return f.renew(id, holder)
+	}
+	return nil
+}
 func (f *fakeWarmLedger) SlotRelease(_ context.Context, id, holder string) error {
 	return f.release(id, holder)
 }
