@@ -287,3 +287,44 @@ func TestAMarkTakesTheConnectionsCountWhenThereIsOne(t *testing.T) {
 		}
 	})
 }
+
+// A connection its client reset before the body began: without a count
+// the mark sees the reset and measures nothing (the response is charged
+// what it wrote); with one the mark costs no system call, and settle sees
+// the reset with nothing of the body carried.
+func TestAConnectionResetBeforeTheBodyCarriesNoneOfIt(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		testenv.Require(t, "Linux's TCP counters (TCP_INFO, SIOCOUTQ)", errors.New("running on "+runtime.GOOS))
+	}
+	bothReadings(t, func(t *testing.T, counted bool) {
+		server, client, r := tcpPair(t, counted)
+		if _, err := server.Write(make([]byte, 1000)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(client, make([]byte, 1000)); err != nil {
+			t.Fatal(err)
+		}
+		client.SetLinger(0) //nolint:errcheck // a reset
+		client.Close()
+		// The reset has arrived once a read fails with it.
+		server.SetReadDeadline(time.Now().Add(5 * time.Second)) //nolint:errcheck // a test
+		if _, err := server.Read(make([]byte, 1)); !errors.Is(err, syscall.ECONNRESET) {
+			t.Fatalf("read after the client's reset: %v, want ECONNRESET", err)
+		}
+		m := markStream(r)
+		if !counted {
+			if m.ok {
+				t.Errorf("mark = %+v on a reset connection without a count, want none", m)
+			}
+			return
+		}
+		if !m.ok || m.start != 1000 {
+			t.Fatalf("mark = %+v, want the count, 1000", m)
+		}
+		written, _ := server.Write(make([]byte, 5000))
+		c := m.settle(int64(written), true, time.Time{})
+		if !c.ok || !c.reset || c.acked != 0 || c.transmitted != 0 {
+			t.Errorf("settle = %+v after writing %d to a reset connection, want the reset and nothing carried", c, written)
+		}
+	})
+}
