@@ -34,16 +34,34 @@ import (
 // hex SHA-256 is sum, as the request r accepts them; for an unknown
 // digest ("", or anything but 64 hex digits) it sets neither.
 func SetDigests(h http.Header, r *http.Request, sum string) {
-	raw, err := hex.DecodeString(sum)
-	if err != nil || len(raw) != sha256.Size {
+	repr, legacy, ok := DigestFields(sum)
+	if !ok {
 		return
 	}
+	SetDigestFields(h, r, []string{repr}, []string{legacy})
+}
+
+// DigestFields returns the values of Repr-Digest and Digest for a
+// representation whose hex SHA-256 is sum; ok is false for an unknown
+// digest ("", or anything but 64 hex digits).
+func DigestFields(sum string) (repr, legacy string, ok bool) {
+	raw, err := hex.DecodeString(sum)
+	if err != nil || len(raw) != sha256.Size {
+		return "", "", false
+	}
 	b64 := base64.StdEncoding.EncodeToString(raw)
+	return "sha-256=:" + b64 + ":", "SHA-256=" + b64, true
+}
+
+// SetDigestFields sets Repr-Digest to repr and Digest to legacy (values
+// of DigestFields, as header values: they are shared, never written
+// into) as the request r accepts them.
+func SetDigestFields(h http.Header, r *http.Request, repr, legacy []string) {
 	if acceptsReprDigest(r.Header.Values("Want-Repr-Digest")) {
-		h.Set("Repr-Digest", "sha-256=:"+b64+":")
+		h["Repr-Digest"] = repr
 	}
 	if acceptsDigest(r.Header.Values("Want-Digest")) {
-		h.Set("Digest", "SHA-256="+b64)
+		h["Digest"] = legacy
 	}
 }
 
