@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +16,11 @@ import (
 
 // Metrics are the gateway's Prometheus series, registered on Reg.
 type Metrics struct {
+	// series keeps the three series of each route, method and status
+	// that Observe updates (requestKey → *requestSeries): looked up by
+	// their labels, they cost a hash of the labels and a lock each.
+	series sync.Map
+
 	Reg          *prometheus.Registry
 	Requests     *prometheus.CounterVec
 	Duration     *prometheus.HistogramVec
@@ -131,9 +137,32 @@ func New(version string) *Metrics {
 
 // Observe counts one finished request.
 func (m *Metrics) Observe(route, method string, status int, d time.Duration, bytes int64) {
-	m.Requests.WithLabelValues(route, methodLabel(method), strconv.Itoa(status)).Inc()
-	m.Duration.WithLabelValues(route).Observe(d.Seconds())
-	m.BodyBytes.WithLabelValues(route).Add(float64(bytes))
+	k := requestKey{route: route, method: methodLabel(method), status: status}
+	v, ok := m.series.Load(k)
+	if !ok {
+		v, _ = m.series.LoadOrStore(k, &requestSeries{
+			requests: m.Requests.WithLabelValues(route, k.method, strconv.Itoa(status)),
+			duration: m.Duration.WithLabelValues(route),
+			bytes:    m.BodyBytes.WithLabelValues(route),
+		})
+	}
+	s := v.(*requestSeries)
+	s.requests.Inc()
+	s.duration.Observe(d.Seconds())
+	s.bytes.Add(float64(bytes))
+}
+
+// requestKey is the labels of a request's series; as bounded as they are
+// (routes are the route table's, methods folded by methodLabel, statuses
+// the handlers').
+type requestKey struct {
+	route, method string
+	status        int
+}
+
+type requestSeries struct {
+	requests, bytes prometheus.Counter
+	duration        prometheus.Observer
 }
 
 // ClaimBatch counts one claim transaction of size claims, queueWaits
