@@ -14,6 +14,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+
+	"github.com/dlgate/dlgate/token"
 )
 
 // Info is what the listener's wrapper knows of a request, filled in as
@@ -44,6 +46,10 @@ type Info struct {
 	Delivery    string
 	BytesAcked  int64
 	AckMeasured bool
+	// MintedKind and Minted: the router found Minted, a token of
+	// MintedKind, minted by this gateway (public.WithMinted).
+	MintedKind token.Kind
+	Minted     string
 }
 
 type infoKey struct{}

@@ -179,12 +179,21 @@ type mintedKey struct{}
 // token.Keys.Check found this gateway minted: the router checks a public
 // URL's token before routing (SPEC §2: a forged one is answered there), so
 // that the route's handler need not check its MAC again.
+// The mark goes in the request's Info when it has one (no copy of the
+// request), in its context otherwise.
 func WithMinted(r *http.Request, kind token.Kind, tok string) *http.Request {
+	if info := httpx.InfoOf(r); info != nil {
+		info.MintedKind, info.Minted = kind, tok
+		return r
+	}
 	return r.WithContext(context.WithValue(r.Context(), mintedKey{}, mintedToken{kind, tok}))
 }
 
 // minted reports whether r carries WithMinted's mark for tok of kind.
 func minted(r *http.Request, kind token.Kind, tok string) bool {
+	if info := httpx.InfoOf(r); info != nil && info.Minted != "" {
+		return info.MintedKind == kind && info.Minted == tok
+	}
 	m, ok := r.Context().Value(mintedKey{}).(mintedToken)
 	return ok && m == mintedToken{kind, tok}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/dlgate/dlgate/auth"
+	"github.com/dlgate/dlgate/gateway/httpx"
 	"github.com/dlgate/dlgate/gateway/metrics"
 	"github.com/dlgate/dlgate/token"
 )
@@ -45,16 +46,23 @@ func TestReadTrustsTheRoutersCheckOfTheToken(t *testing.T) {
 		{"a mark for another token", other, func(r *http.Request) *http.Request { return WithMinted(r, token.Link, minted) }, false},
 		{"a mark for another kind", other, func(r *http.Request) *http.Request { return WithMinted(r, token.Session, other) }, false},
 	} {
-		r := mux.SetURLVars(httptest.NewRequest(http.MethodGet, "/d/"+tc.tok, nil), map[string]string{"token": tc.tok})
-		if tc.mark != nil {
-			r = tc.mark(r)
-		}
-		c, err := h.read(r, token.Link)
-		if ok := err == nil; ok != tc.ok {
-			t.Errorf("%s: read = %v, want ok %v", tc.name, err, tc.ok)
-		}
-		if err == nil && c.token != tc.tok {
-			t.Errorf("%s: read the token %q, want %q", tc.name, c.token, tc.tok)
+		// The mark goes in the request's Info behind the listener's
+		// wrapper, in its context without one.
+		for _, withInfo := range []bool{false, true} {
+			r := mux.SetURLVars(httptest.NewRequest(http.MethodGet, "/d/"+tc.tok, nil), map[string]string{"token": tc.tok})
+			if withInfo {
+				r = r.WithContext(httpx.WithInfo(r.Context(), &httpx.Info{ID: "r1"}))
+			}
+			if tc.mark != nil {
+				r = tc.mark(r)
+			}
+			c, err := h.read(r, token.Link)
+			if ok := err == nil; ok != tc.ok {
+				t.Errorf("%s (Info %v): read = %v, want ok %v", tc.name, withInfo, err, tc.ok)
+			}
+			if err == nil && c.token != tc.tok {
+				t.Errorf("%s (Info %v): read the token %q, want %q", tc.name, withInfo, c.token, tc.tok)
+			}
 		}
 	}
 }
