@@ -5,7 +5,6 @@ package fs
 import (
 	"errors"
 	"os"
-	"path"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -42,7 +41,7 @@ func openLeaf(d *os.File, dir, name string) (*os.File, error) {
 		return nil, err
 	}
 	if oerr != nil {
-		return nil, &os.PathError{Op: "openat", Path: path.Join(dir, name), Err: oerr}
+		return nil, &os.PathError{Op: "openat", Path: dir + "/" + name, Err: oerr}
 	}
-	return os.NewFile(uintptr(fd), path.Join(dir, name)), nil
+	return os.NewFile(uintptr(fd), dir+"/"+name), nil
 }
