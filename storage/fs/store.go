@@ -78,7 +78,7 @@ func WithClock(now func() time.Time) Option {
 func New(dir string, opts ...Option) (*Store, error) {
 	s := &Store{path: dir, defaultBucket: DefaultBucket, now: time.Now,
 		metas: cache[metaKey, storage.Version]{size: metaCacheSize}, places: cache[[2]string, object]{size: placeCacheSize},
-		dirs:  cache[string, *os.File]{size: dirCacheSize, release: func(d *os.File) { d.Close() }}}
+		dirs: cache[string, *os.File]{size: dirCacheSize, release: func(d *os.File) { d.Close() }}}
 	for _, opt := range opts {
 		opt(s)
 	}
