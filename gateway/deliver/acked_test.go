@@ -72,14 +72,8 @@ func writeUntilBlocked(t *testing.T, c net.Conn) int64 {
 
 func TestACutResponseGivesBackWhatNeverLeftTheHost(t *testing.T) {
 	bothReadings(t, func(t *testing.T, counted bool) {
-		server, client, r := tcpPair(t, counted)
 		// An earlier response on the kept-alive connection, read whole.
-		if _, err := server.Write(make([]byte, 100_000)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.ReadFull(client, make([]byte, 100_000)); err != nil {
-			t.Fatal(err)
-		}
+		server, client, r := afterAResponse(t, counted, 100_000)
 		m := markStream(r)
 		if runtime.GOOS != "linux" {
 			if m.ok {
@@ -263,6 +257,20 @@ func (c *countingConn) ReadFrom(r io.Reader) (int64, error) {
 
 func (c *countingConn) BytesWritten() int64 { return c.n }
 
+// afterAResponse is tcpPair after an earlier response of n bytes, read
+// whole by the client.
+func afterAResponse(t *testing.T, counted bool, n int) (server net.Conn, client *net.TCPConn, r *http.Request) {
+	t.Helper()
+	server, client, r = tcpPair(t, counted)
+	if _, err := server.Write(make([]byte, n)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(client, make([]byte, n)); err != nil {
+		t.Fatal(err)
+	}
+	return server, client, r
+}
+
 // The count is found under the connection's wrappers, and a reading then
 // takes it; without one, the kernel's counters alone.
 func TestAMarkTakesTheConnectionsCountWhenThereIsOne(t *testing.T) {
@@ -270,13 +278,7 @@ func TestAMarkTakesTheConnectionsCountWhenThereIsOne(t *testing.T) {
 		testenv.Require(t, "Linux's TCP counters (TCP_INFO, SIOCOUTQ)", errors.New("running on "+runtime.GOOS))
 	}
 	bothReadings(t, func(t *testing.T, counted bool) {
-		server, client, r := tcpPair(t, counted)
-		if _, err := server.Write(make([]byte, 1000)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.ReadFull(client, make([]byte, 1000)); err != nil {
-			t.Fatal(err)
-		}
+		_, _, r := afterAResponse(t, counted, 1000)
 		m := markStream(r)
 		defer m.sock.close()
 		if !m.ok || (m.count != nil) != counted {
@@ -297,13 +299,7 @@ func TestAConnectionResetBeforeTheBodyCarriesNoneOfIt(t *testing.T) {
 		testenv.Require(t, "Linux's TCP counters (TCP_INFO, SIOCOUTQ)", errors.New("running on "+runtime.GOOS))
 	}
 	bothReadings(t, func(t *testing.T, counted bool) {
-		server, client, r := tcpPair(t, counted)
-		if _, err := server.Write(make([]byte, 1000)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.ReadFull(client, make([]byte, 1000)); err != nil {
-			t.Fatal(err)
-		}
+		server, client, r := afterAResponse(t, counted, 1000)
 		client.SetLinger(0) //nolint:errcheck // a reset
 		client.Close()
 		// The reset has arrived once a read fails with it.
