@@ -111,7 +111,8 @@ func (a accessLine) record(level slog.Level, now time.Time) slog.Record {
 // record's would make through the context handler and h, without
 // building the record. It reports false, having written nothing, when h
 // does not write lines itself or a value needs slog's (a User-Agent
-// outside ASCII).
+// outside ASCII). It lists the attributes record lists, in its order;
+// TestTheAccessLineIsItsRecordsLine keeps the two in step.
 func (a accessLine) write(h *logbuf.Handler, level slog.Level, now time.Time) bool {
 	var l logbuf.Line
 	if !h.Begin(&l, now, level, accessMessage) {
