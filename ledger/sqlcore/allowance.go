@@ -24,21 +24,21 @@ func (s *DB) AllowanceAdd(ctx context.Context, id string, n int, reason string) 
 		return err
 	}
 	defer s.forgetRefusal(id)
-	stamp := s.now()
-	now := s.t(stamp)
-	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	stamp := s.Stamp()
+	now := s.TimeArg(stamp)
+	return s.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE links SET allowance = allowance + ?, remaining = remaining + ?
 WHERE id = ? AND revoked_at IS NULL`, n, n, id)
 		if err != nil {
 			return err
 		}
-		if k, err := affected(res); err != nil {
+		if k, err := Affected(res); err != nil {
 			return err
 		} else if k == 0 {
 			return s.whyNotUpdated(ctx, tx, id)
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO allowance_changes (id, link_id, added, reason, created_at) VALUES (?, ?, ?, ?, ?)`,
-			newID(), id, n, reason, now)
+			NewID(), id, n, reason, now)
 		if err != nil {
 			return err
 		}
@@ -53,10 +53,10 @@ WHERE id = ? AND revoked_at IS NULL`, n, n, id)
 // the row it committed, which a plain read of the transaction's snapshot
 // need not show (TiDB's snapshot is taken at BEGIN, before that wait).
 func (s *DB) whyNotUpdated(ctx context.Context, tx *sql.Tx, id string) error {
-	var revoked timeCol
-	err := tx.QueryRowContext(ctx, `SELECT revoked_at FROM links WHERE id = ?`+s.d.LockRows, id).Scan(&revoked)
+	var revoked TimeCol
+	err := tx.QueryRowContext(ctx, `SELECT revoked_at FROM links WHERE id = ?`+s.D.LockRows, id).Scan(&revoked)
 	switch {
-	case isNoRows(err):
+	case IsNoRows(err):
 		return ledger.ErrNotFound
 	case err != nil:
 		return err
@@ -72,35 +72,35 @@ func (s *DB) whyNotUpdated(ctx context.Context, tx *sql.Tx, id string) error {
 // AllowanceList lists the link's audited top-ups, newest first.
 // Errors: ErrNotFound.
 func (s *DB) AllowanceList(ctx context.Context, linkID string) ([]ledger.AllowanceChange, error) {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	var one int
-	if err := s.db.QueryRowContext(ctx, `SELECT 1 FROM links WHERE id = ?`, linkID).Scan(&one); err != nil {
-		if isNoRows(err) {
+	if err := s.Pool.QueryRowContext(ctx, `SELECT 1 FROM links WHERE id = ?`, linkID).Scan(&one); err != nil {
+		if IsNoRows(err) {
 			return nil, ledger.ErrNotFound
 		}
-		return nil, s.classify(err)
+		return nil, s.Classify(err)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT added, reason, created_at FROM allowance_changes
+	rows, err := s.Pool.QueryContext(ctx, `SELECT added, reason, created_at FROM allowance_changes
 WHERE link_id = ? ORDER BY created_at DESC, id DESC`, linkID)
 	if err != nil {
-		return nil, s.classify(err)
+		return nil, s.Classify(err)
 	}
 	defer rows.Close()
 	changes := []ledger.AllowanceChange{}
 	for rows.Next() {
 		var (
 			c  ledger.AllowanceChange
-			at timeCol
+			at TimeCol
 		)
 		if err := rows.Scan(&c.Add, &c.Reason, &at); err != nil {
-			return nil, s.classify(err)
+			return nil, s.Classify(err)
 		}
 		c.CreatedAt = at.T
 		changes = append(changes, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.classify(err)
+		return nil, s.Classify(err)
 	}
 	return changes, nil
 }

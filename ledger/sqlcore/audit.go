@@ -46,7 +46,7 @@ func (s *DB) audit(ctx context.Context, tx *sql.Tx, a *ledger.Actor, at time.Tim
 	_, err = tx.ExecContext(ctx, `INSERT INTO audit_entries
   (id, created_at, actor_key_id, actor_key_name, action, target_type, target_id, request_id, details)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		newID(), s.t(at), a.KeyID, a.KeyName, action, target.Type, target.ID, orNull(a.RequestID), string(body))
+		NewID(), s.TimeArg(at), a.KeyID, a.KeyName, action, target.Type, target.ID, OrNull(a.RequestID), string(body))
 	return err
 }
 
@@ -96,11 +96,11 @@ func objectAudit(o ledger.Object) objectDetails {
 
 const auditColumns = `id, created_at, actor_key_id, actor_key_name, action, target_type, target_id, request_id, details`
 
-func scanAudit(r rowScanner) (ledger.AuditEntry, error) {
+func scanAudit(r RowScanner) (ledger.AuditEntry, error) {
 	var (
 		e       ledger.AuditEntry
-		at      timeCol
-		req     nullStr
+		at      TimeCol
+		req     NullStr
 		details string
 	)
 	err := r.Scan(&e.ID, &at, &e.Actor.KeyID, &e.Actor.KeyName, &e.Action, &e.Target.Type, &e.Target.ID, &req, &details)
@@ -147,31 +147,31 @@ func (s *DB) AuditList(ctx context.Context, q ledger.AuditQuery) (ledger.AuditPa
 	if len(conds) > 0 {
 		where = "\nWHERE " + strings.Join(conds, " AND ")
 	}
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	// As in LinkList: the inner query reads ids from the filter's index,
 	// the join fetches at most limit+1 rows by primary key, and one row
 	// more than the page tells whether there is a next one.
-	rows, err := s.db.QueryContext(ctx, `SELECT `+auditColumns+` FROM (
+	rows, err := s.Pool.QueryContext(ctx, `SELECT `+auditColumns+` FROM (
   SELECT id AS page_id FROM audit_entries`+where+`
   ORDER BY created_at DESC, id DESC LIMIT ?
 ) page JOIN audit_entries ON audit_entries.id = page.page_id`, append(args, limit+1)...)
 	if err != nil {
-		return ledger.AuditPage{}, s.classify(err)
+		return ledger.AuditPage{}, s.Classify(err)
 	}
 	defer rows.Close()
 	var page ledger.AuditPage
 	for rows.Next() {
 		e, err := scanAudit(rows)
 		if err != nil {
-			return ledger.AuditPage{}, s.classify(err)
+			return ledger.AuditPage{}, s.Classify(err)
 		}
 		page.Entries = append(page.Entries, e)
 	}
 	if err := rows.Err(); err != nil {
-		return ledger.AuditPage{}, s.classify(err)
+		return ledger.AuditPage{}, s.Classify(err)
 	}
-	page.Entries, page.Next = pageOf(page.Entries, limit, false, func(e *ledger.AuditEntry) (time.Time, string) { return e.At, e.ID })
+	page.Entries, page.Next = PageOf(page.Entries, limit, false, func(e *ledger.AuditEntry) (time.Time, string) { return e.At, e.ID })
 	return page, nil
 }
 
@@ -185,22 +185,22 @@ func (s *DB) timeWindow(after, before time.Time, cursor string) ([]string, []any
 		args  []any
 	)
 	if !after.IsZero() {
-		conds, args = append(conds, "created_at > ?"), append(args, s.t(clampTime(after)))
+		conds, args = append(conds, "created_at > ?"), append(args, s.TimeArg(ClampTime(after)))
 	}
 	if !before.IsZero() {
-		b := clampTime(before)
+		b := ClampTime(before)
 		if ledger.Micro(b).Before(b) {
 			b = b.Add(time.Microsecond)
 		}
-		conds, args = append(conds, "created_at < ?"), append(args, s.t(b))
+		conds, args = append(conds, "created_at < ?"), append(args, s.TimeArg(b))
 	}
 	if cursor != "" {
-		at, id, err := decodeCursor(cursor)
+		at, id, err := DecodeCursor(cursor)
 		if err != nil {
 			return nil, nil, err
 		}
 		conds = append(conds, "(created_at < ? OR (created_at = ? AND id < ?))")
-		args = append(args, s.t(at), s.t(at), id)
+		args = append(args, s.TimeArg(at), s.TimeArg(at), id)
 	}
 	return conds, args, nil
 }

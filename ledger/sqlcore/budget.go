@@ -17,25 +17,25 @@ func (s *DB) BudgetDraw(ctx context.Context, sessionID string, want int64) (int6
 	if want < 1 {
 		return 0, fmt.Errorf("%w: draw at least one byte", ledger.ErrInvalid)
 	}
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	var got int64
-	err := s.retry(ctx, func() (err error) {
-		got, err = s.d.DrawBytes(ctx, s.db, want, sessionID, s.dbNow())
+	err := s.Retry(ctx, func() (err error) {
+		got, err = s.D.DrawBytes(ctx, s.Pool, want, sessionID, s.DBNow())
 		return err
 	})
 	if err != nil {
-		return 0, s.classify(err)
+		return 0, s.Classify(err)
 	}
 	if got > 0 {
 		return got, nil
 	}
 	// Explain the refusal by the clock that made it.
-	var now timeCol
-	x, err := scanSession(withNow(s.db.QueryRowContext(ctx,
-		s.q(`SELECT `+sessionColumns+`, {now}`+sessionFrom+` WHERE s.id = ?`), s.dbNow(), sessionID), &now))
+	var now TimeCol
+	x, err := scanSession(WithNow(s.Pool.QueryRowContext(ctx,
+		s.Q(`SELECT `+sessionColumns+`, {now}`+sessionFrom+` WHERE s.id = ?`), s.DBNow(), sessionID), &now))
 	if err != nil {
-		return 0, s.classify(err)
+		return 0, s.Classify(err)
 	}
 	if r := x.Refusal(now.T); r != "" {
 		return 0, ledger.Refused(r)
@@ -50,8 +50,8 @@ func (s *DB) BudgetReturn(ctx context.Context, sessionID string, n int64) error 
 	if n <= 0 {
 		return nil
 	}
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	_, err := s.exec(ctx, s.q(returnSQL), n, n, s.dbNow(), sessionID)
+	_, err := s.Exec(ctx, s.Q(returnSQL), n, n, s.DBNow(), sessionID)
 	return err
 }

@@ -26,7 +26,7 @@ func (s *DB) LinkClaim(ctx context.Context, hash []byte, req ledger.ClaimRequest
 		return o, nil
 	}
 	req.LinkID = ""
-	c := &claim{hash: hash, req: req, confirmed: confirmed, grant: newGrant(req, s.now(), "")}
+	c := &claim{hash: hash, req: req, confirmed: confirmed, grant: newGrant(req, s.Stamp(), "")}
 	if id, ok := s.ids.get(hash); ok {
 		c.linkID = id
 	}
@@ -48,20 +48,20 @@ func (s *DB) LinkClaim(ctx context.Context, hash []byte, req ledger.ClaimRequest
 // forgotten.
 // Errors: ErrNotFound.
 func (s *DB) GrantRefund(ctx context.Context, grantID string) error {
-	now := s.t(s.now())
+	now := s.TimeArg(s.Stamp())
 	var link string
-	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE grants SET status = 'refunded', refunded_at = ?
 WHERE id = ? AND status = 'granted'`, now, grantID)
 		if err != nil {
 			return err
 		}
-		n, err := affected(res)
+		n, err := Affected(res)
 		if err != nil {
 			return err
 		}
 		var status string
-		var session nullStr
+		var session NullStr
 		err = tx.QueryRowContext(ctx, `SELECT link_id, status, session_id FROM grants WHERE id = ?`, grantID).Scan(&link, &status, &session)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):

@@ -42,7 +42,7 @@ func (s *DB) resolve(ctx context.Context, batch []*claim) error {
 	if len(want) == 0 {
 		return nil
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT token_hash, id FROM links WHERE token_hash IN (`+marks(len(want))+`)`, want...)
+	rows, err := s.Pool.QueryContext(ctx, `SELECT token_hash, id FROM links WHERE token_hash IN (`+marks(len(want))+`)`, want...)
 	if err != nil {
 		return err
 	}

@@ -172,13 +172,13 @@ func (s *DB) decideClaims(ctx context.Context, batch []*claim) error {
 		iso = sql.LevelReadCommitted
 	}
 	err := s.claimTx(ctx, iso, reads, read, plan)
-	var ce *commitError
+	var ce *CommitError
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, ErrInFlight), errors.As(err, &ce):
 		return fmt.Errorf("%w: %v", ledger.ErrAmbiguous, err)
-	case alone && s.d.IsDuplicate(err) && live[0].key() != "":
+	case alone && s.D.IsDuplicate(err) && live[0].key() != "":
 		// The key's owner committed first: the mint returns its session.
 		c := live[0]
 		c.reset()
@@ -207,16 +207,16 @@ type lockedRow struct {
 // by token hash when the batch names one row only. With the row the
 // database's clock, by which every claim of the batch is judged.
 func (s *DB) lockRows(batch []*claim) Stmt {
-	sel := `SELECT ` + linkColumns + `, event_seq, ` + s.d.NowSQL + ` FROM links WHERE `
+	sel := `SELECT ` + linkColumns + `, event_seq, ` + s.D.NowSQL + ` FROM links WHERE `
 	ids := distinctIDs(batch)
 	if len(ids) == 0 {
-		return Stmt{SQL: sel + `token_hash = ?` + s.d.LockRows, Args: []any{s.dbNow(), batch[0].hash}}
+		return Stmt{SQL: sel + `token_hash = ?` + s.D.LockRows, Args: []any{s.DBNow(), batch[0].hash}}
 	}
-	args := []any{s.dbNow()}
+	args := []any{s.DBNow()}
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	return Stmt{SQL: sel + `id IN (` + marks(len(ids)) + `) ORDER BY id` + s.d.LockRows, Args: args}
+	return Stmt{SQL: sel + `id IN (` + marks(len(ids)) + `) ORDER BY id` + s.D.LockRows, Args: args}
 }
 
 // distinctIDs are the link ids of batch in ascending order, or none when
@@ -241,9 +241,9 @@ func (s *DB) scanLocked(r *sql.Rows, rows map[string]*lockedRow) error {
 	for r.Next() {
 		var (
 			x   lockedRow
-			now timeCol
+			now TimeCol
 		)
-		l, err := scanLink(withMore(r, &x.eventSeq, &now))
+		l, err := scanLink(WithMore(r, &x.eventSeq, &now))
 		if err != nil {
 			return err
 		}
@@ -364,10 +364,10 @@ func (s *DB) judge(batch []*claim, rows map[string]*lockedRow, seen map[string]b
 // A failed COMMIT is ErrInFlight or a *commitError; a failure before it
 // committed nothing.
 func (s *DB) claimTx(ctx context.Context, iso sql.IsolationLevel, reads []Stmt, read func(int, *sql.Rows) error, plan func() (Writes, error)) error {
-	if s.d.Batch != nil {
-		return s.d.Batch(ctx, s.db, iso, reads, read, plan)
+	if s.D.Batch != nil {
+		return s.D.Batch(ctx, s.Pool, iso, reads, read, plan)
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.Pool.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -395,7 +395,7 @@ func (s *DB) claimTx(ctx context.Context, iso sql.IsolationLevel, reads []Stmt, 
 		if err != nil {
 			return err
 		}
-		n, err := affected(res)
+		n, err := Affected(res)
 		if err != nil {
 			return err
 		}
@@ -407,8 +407,8 @@ func (s *DB) claimTx(ctx context.Context, iso sql.IsolationLevel, reads []Stmt, 
 	if !w.Commit {
 		return nil
 	}
-	if err := commit(ctx, tx); err != nil {
-		return &commitError{err}
+	if err := Commit(ctx, tx); err != nil {
+		return &CommitError{err}
 	}
 	return nil
 }
@@ -435,9 +435,9 @@ func (s *DB) reconcile(ctx context.Context, batch []*claim, cause error) {
 	found := 0
 	err := ctx.Err()
 	if err == nil {
-		err = s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err = s.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			found = 0
-			rows, err := tx.QueryContext(ctx, `SELECT id FROM grants WHERE id IN (`+marks(len(ids))+`)`+s.d.LockRows, ids...)
+			rows, err := tx.QueryContext(ctx, `SELECT id FROM grants WHERE id IN (`+marks(len(ids))+`)`+s.D.LockRows, ids...)
 			if err != nil {
 				return err
 			}

@@ -82,7 +82,7 @@ func TestClaimsAreJudgedInArrivalOrderEachByItsAccount(t *testing.T) {
 
 func TestABatchLocksItsRowsInIDOrder(t *testing.T) {
 	db := mustScripted(t, &scriptedDB{})
-	db.d.LockRows = " FOR UPDATE"
+	db.D.LockRows = " FOR UPDATE"
 	var batch []*claim
 	for _, id := range []string{"c", "a", "b", "a"} {
 		batch = append(batch, claimsOf(id, "")...)

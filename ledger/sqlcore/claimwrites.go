@@ -65,8 +65,8 @@ func (s *DB) decrement(granted []*claim, rows map[string]*lockedRow) Stmt {
 		}
 	}
 	slices.Sort(ids)
-	now := s.t(ledger.Micro(rows[ids[0]].link.ReadAt))
-	cond := strings.ReplaceAll(claimableSQL, "{now}", s.d.NowSQL)
+	now := s.TimeArg(ledger.Micro(rows[ids[0]].link.ReadAt))
+	cond := strings.ReplaceAll(claimableSQL, "{now}", s.D.NowSQL)
 	var (
 		take, seq, where strings.Builder
 		args, seqArgs    []any
@@ -101,7 +101,7 @@ func (s *DB) grantsInsert(granted []*claim) Stmt {
 	args := make([]any, 0, 8*len(granted))
 	for _, c := range granted {
 		g := c.grant
-		args = append(args, g.ID, g.LinkID, g.Kind, orNull(g.AccountID), g.Status, s.t(g.CreatedAt), g.Client, orNull(g.SessionID))
+		args = append(args, g.ID, g.LinkID, g.Kind, OrNull(g.AccountID), g.Status, s.TimeArg(g.CreatedAt), g.Client, OrNull(g.SessionID))
 	}
 	return Stmt{
 		SQL:  `INSERT INTO grants (id, link_id, kind, account_id, status, created_at, client, session_id) VALUES ` + rowsOf(len(granted), 8),
@@ -137,11 +137,11 @@ func (s *DB) sessionsInsert(granted []*claim) Stmt {
 		n++
 		var lastMod any
 		if !x.Object.LastModified.IsZero() {
-			lastMod = s.t(x.Object.LastModified)
+			lastMod = s.TimeArg(x.Object.LastModified)
 		}
-		args = append(args, x.ID, x.TokenHash, x.LinkID, x.GrantID, orNull(x.AccountID), x.Object.Bucket, x.Object.Key,
+		args = append(args, x.ID, x.TokenHash, x.LinkID, x.GrantID, OrNull(x.AccountID), x.Object.Bucket, x.Object.Key,
 			x.Object.VersionID, x.Object.Size, x.Object.ETag, x.Object.ContentType, lastMod, x.Filename,
-			x.ByteBudget, 0, x.MaxConcurrency, s.t(x.ExpiresAt), s.t(x.CreatedAt), orNull(x.Object.SHA256))
+			x.ByteBudget, 0, x.MaxConcurrency, s.TimeArg(x.ExpiresAt), s.TimeArg(x.CreatedAt), OrNull(x.Object.SHA256))
 	}
 	if n == 0 {
 		return Stmt{}
@@ -162,7 +162,7 @@ func (s *DB) slotsInsert(granted []*claim) Stmt {
 		n    int
 		args []any
 	)
-	free := s.t(time.Unix(0, 0))
+	free := s.TimeArg(time.Unix(0, 0))
 	for _, c := range granted {
 		if c.session == nil {
 			continue
@@ -199,14 +199,14 @@ func (s *DB) keysInsert(batch []*claim) Stmt {
 		}
 		for _, k := range keys {
 			n++
-			args = append(args, c.req.LinkID, c.req.AccountID, k, r.SessionID, s.dbNow())
+			args = append(args, c.req.LinkID, c.req.AccountID, k, r.SessionID, s.DBNow())
 		}
 	}
 	if n == 0 {
 		return Stmt{}
 	}
 	return Stmt{
-		SQL:  `INSERT INTO session_idempotency (link_id, scope, idem_key, session_id, created_at) VALUES ` + repeatRows(n, "(?, ?, ?, ?, "+s.d.NowSQL+")"),
+		SQL:  `INSERT INTO session_idempotency (link_id, scope, idem_key, session_id, created_at) VALUES ` + repeatRows(n, "(?, ?, ?, ?, "+s.D.NowSQL+")"),
 		Args: args,
 		Rows: int64(n),
 	}
@@ -226,7 +226,7 @@ func (s *DB) claimEvents(granted []*claim, rows map[string]*lockedRow) (Stmt, er
 		n    int
 		args []any
 	)
-	created := s.now()
+	created := s.Stamp()
 	for _, c := range granted {
 		x := rows[c.link.ID]
 		for _, e := range grantEvents(c) {
@@ -237,12 +237,12 @@ func (s *DB) claimEvents(granted []*claim, rows map[string]*lockedRow) (Stmt, er
 				return Stmt{}, fmt.Errorf("sqlcore: event %s: %w", e.Type, err)
 			}
 			n++
-			args = append(args, newID(), c.link.ID, x.eventSeq+int64(x.events), e.Type, string(body), s.t(created), s.dbNow())
+			args = append(args, NewID(), c.link.ID, x.eventSeq+int64(x.events), e.Type, string(body), s.TimeArg(created), s.DBNow())
 		}
 	}
 	return Stmt{
 		SQL: `INSERT INTO webhook_outbox (event_id, link_id, link_seq, event_type, payload, created_at, next_attempt_at) VALUES ` +
-			repeatRows(n, "(?, ?, ?, ?, ?, ?, "+s.d.NowSQL+")"),
+			repeatRows(n, "(?, ?, ?, ?, ?, ?, "+s.D.NowSQL+")"),
 		Args: args,
 		Rows: int64(n),
 	}, nil
@@ -255,7 +255,7 @@ func grantEvents(c *claim) []ledger.Event {
 	expires := l.ExpiresAt
 	evs := []ledger.Event{{Type: ledger.EventGrantCreated, Timestamp: g.CreatedAt, Data: ledger.EventData{
 		LinkID: l.ID, GrantID: g.ID, SessionID: g.SessionID, AccountID: g.AccountID, Client: g.Client,
-		Kind: g.Kind, Downloads: ptr(l.Allowance), Remaining: ptr(l.Remaining), ExpiresAt: &expires,
+		Kind: g.Kind, Downloads: Ptr(l.Allowance), Remaining: Ptr(l.Remaining), ExpiresAt: &expires,
 		SHA256: l.Object.SHA256,
 	}}}
 	if m := c.mint; m != nil {
@@ -269,7 +269,7 @@ func grantEvents(c *claim) []ledger.Event {
 	}
 	if l.Remaining <= 0 {
 		evs = append(evs, ledger.Event{Type: ledger.EventLinkExhausted, Timestamp: g.CreatedAt, Data: ledger.EventData{
-			LinkID: l.ID, AccountID: l.AccountID, Downloads: ptr(l.Allowance), Remaining: ptr(0), ExpiresAt: &expires,
+			LinkID: l.ID, AccountID: l.AccountID, Downloads: Ptr(l.Allowance), Remaining: Ptr(0), ExpiresAt: &expires,
 		}})
 	}
 	return evs
@@ -307,7 +307,7 @@ func newGrant(req ledger.ClaimRequest, now time.Time, sessionID string) *ledger.
 		client = client[:255]
 	}
 	return &ledger.Grant{
-		ID: newID(), LinkID: req.LinkID, Kind: req.Kind, AccountID: req.AccountID,
+		ID: NewID(), LinkID: req.LinkID, Kind: req.Kind, AccountID: req.AccountID,
 		Status: ledger.StatusGranted, CreatedAt: now, Client: client, SessionID: sessionID,
 	}
 }

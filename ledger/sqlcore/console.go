@@ -35,20 +35,20 @@ const consoleLive = ` c.expires_at > {now} AND c.last_seen_at > {now+}
   AND (c.key_id = ? OR (k.id IS NOT NULL AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > {now})))`
 
 func (s *DB) consoleLiveArgs() []any {
-	return []any{s.dbNow(), s.dbNow(), -ledger.ConsoleIdle.Microseconds(), ledger.BootstrapKeyID, s.dbNow()}
+	return []any{s.DBNow(), s.DBNow(), -ledger.ConsoleIdle.Microseconds(), ledger.BootstrapKeyID, s.DBNow()}
 }
 
 // scanConsole scans a row of consoleSelect into a session and the
 // database's now.
-func scanConsole(r rowScanner) (*ledger.ConsoleSession, timeCol, error) {
+func scanConsole(r RowScanner) (*ledger.ConsoleSession, TimeCol, error) {
 	var (
 		c                              ledger.ConsoleSession
-		created, expires, seen, now    timeCol
-		name, scopes                   nullStr
-		kCreated, kExp, kRevoked, kUse timeCol
+		created, expires, seen, now    TimeCol
+		name, scopes                   NullStr
+		kCreated, kExp, kRevoked, kUse TimeCol
 	)
 	err := r.Scan(&c.ID, &c.Key.ID, &created, &expires, &seen, &name, &scopes, &kCreated, &kExp, &kRevoked, &kUse, &now)
-	if isNoRows(err) {
+	if IsNoRows(err) {
 		return nil, now, ledger.ErrNotFound
 	}
 	if err != nil {
@@ -59,7 +59,7 @@ func scanConsole(r rowScanner) (*ledger.ConsoleSession, timeCol, error) {
 		c.Key.Name, c.Key.Scopes = ledger.BootstrapKeyID, apikey.All()
 	} else {
 		c.Key.Name, c.Key.Scopes, c.Key.CreatedAt = string(name), storedScopes(string(scopes)), kCreated.T
-		c.Key.ExpiresAt, c.Key.RevokedAt, c.Key.LastUsedAt = kExp.ptr(), kRevoked.ptr(), kUse.ptr()
+		c.Key.ExpiresAt, c.Key.RevokedAt, c.Key.LastUsedAt = kExp.Ptr(), kRevoked.Ptr(), kUse.Ptr()
 	}
 	c.Key.ReadAt = now.T
 	return &c, now, nil
@@ -71,13 +71,13 @@ func scanConsole(r rowScanner) (*ledger.ConsoleSession, timeCol, error) {
 // bootstrap token's session needs no row. Errors: ErrInvalid, ErrNotFound,
 // ErrRefused, ErrConflict, ErrUnavailable.
 func (s *DB) ConsoleSessionCreate(ctx context.Context, keyID string, secretHash []byte) (*ledger.ConsoleSession, error) {
-	if len(secretHash) != 32 || keyID == "" || len(keyID) > 36 || !validCursorID(keyID) {
+	if len(secretHash) != 32 || keyID == "" || len(keyID) > 36 || !ValidCursorID(keyID) {
 		return nil, fmt.Errorf("%w: a console session needs a key id and the SHA-256 of its secret", ledger.ErrInvalid)
 	}
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	id := newID()
-	args := []any{id, secretHash, s.t(s.now()), s.dbNow(), ledger.ConsoleLifetime.Microseconds(), s.dbNow()}
+	id := NewID()
+	args := []any{id, secretHash, s.TimeArg(s.Stamp()), s.DBNow(), ledger.ConsoleLifetime.Microseconds(), s.DBNow()}
 	var q string
 	if keyID == ledger.BootstrapKeyID {
 		q = `INSERT INTO console_sessions (id, secret_hash, created_at, expires_at, last_seen_at, key_id)
@@ -87,17 +87,17 @@ VALUES (?, ?, ?, {now+}, {now}, ?)`
 		q = `INSERT INTO console_sessions (id, secret_hash, created_at, expires_at, last_seen_at, key_id)
 SELECT ?, ?, ?, {now+}, {now}, id FROM api_keys
 WHERE id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > {now})`
-		args = append(args, keyID, s.dbNow())
+		args = append(args, keyID, s.DBNow())
 	}
-	res, err := s.exec(ctx, s.q(q), args...)
+	res, err := s.Exec(ctx, s.Q(q), args...)
 	if err != nil {
-		if s.d.IsDuplicate(err) {
+		if s.D.IsDuplicate(err) {
 			return nil, fmt.Errorf("%w: a console session with that secret exists", ledger.ErrConflict)
 		}
 		return nil, err
 	}
-	if n, err := affected(res); err != nil {
-		return nil, s.classify(err)
+	if n, err := Affected(res); err != nil {
+		return nil, s.Classify(err)
 	} else if n == 0 {
 		r, err := s.keyRefusal(ctx, keyID)
 		if err != nil {
@@ -108,8 +108,8 @@ WHERE id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > {now
 		}
 		return nil, ledger.Refused(r)
 	}
-	c, _, err := scanConsole(s.db.QueryRowContext(ctx, s.q(consoleSelect+` WHERE c.id = ?`), s.dbNow(), id))
-	return c, s.classify(err)
+	c, _, err := scanConsole(s.Pool.QueryRowContext(ctx, s.Q(consoleSelect+` WHERE c.id = ?`), s.DBNow(), id))
+	return c, s.Classify(err)
 }
 
 // ConsoleSessionGet returns the live session whose secret hashes to
@@ -122,23 +122,23 @@ func (s *DB) ConsoleSessionGet(ctx context.Context, secretHash []byte) (*ledger.
 	if len(secretHash) != 32 {
 		return nil, ledger.ErrNotFound
 	}
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	args := append([]any{s.dbNow(), secretHash}, s.consoleLiveArgs()...)
-	c, now, err := scanConsole(s.db.QueryRowContext(ctx, s.q(consoleSelect+`
+	args := append([]any{s.DBNow(), secretHash}, s.consoleLiveArgs()...)
+	c, now, err := scanConsole(s.Pool.QueryRowContext(ctx, s.Q(consoleSelect+`
 WHERE c.secret_hash = ? AND`+consoleLive), args...))
 	if err != nil {
-		return nil, s.classify(err)
+		return nil, s.Classify(err)
 	}
 	if now.T.Sub(c.LastSeenAt) < ledger.ConsoleSeenEvery {
 		return c, nil
 	}
-	res, err := s.exec(ctx, s.q(`UPDATE console_sessions SET last_seen_at = ?
-WHERE id = ? AND last_seen_at <= {now+}`), s.t(now.T), c.ID, s.dbNow(), -ledger.ConsoleSeenEvery.Microseconds())
+	res, err := s.Exec(ctx, s.Q(`UPDATE console_sessions SET last_seen_at = ?
+WHERE id = ? AND last_seen_at <= {now+}`), s.TimeArg(now.T), c.ID, s.DBNow(), -ledger.ConsoleSeenEvery.Microseconds())
 	if err != nil {
 		return nil, err
 	}
-	if n, _ := affected(res); n > 0 {
+	if n, _ := Affected(res); n > 0 {
 		c.LastSeenAt = now.T
 	}
 	return c, nil
@@ -147,9 +147,9 @@ WHERE id = ? AND last_seen_at <= {now+}`), s.t(now.T), c.ID, s.dbNow(), -ledger.
 // ConsoleSessionDelete deletes the session (sign-out). Errors:
 // ErrUnavailable.
 func (s *DB) ConsoleSessionDelete(ctx context.Context, secretHash []byte) error {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	_, err := s.exec(ctx, `DELETE FROM console_sessions WHERE secret_hash = ?`, secretHash)
+	_, err := s.Exec(ctx, `DELETE FROM console_sessions WHERE secret_hash = ?`, secretHash)
 	return err
 }
 
@@ -159,23 +159,23 @@ func (s *DB) ConsoleSessionDelete(ctx context.Context, secretHash []byte) error 
 // another sweeper deleted first is not counted twice.
 func (s *DB) purgeConsoleSessions(ctx context.Context, tx *sql.Tx, limit int) (int, error) {
 	const dead = `expires_at <= {now} OR last_seen_at <= {now+}`
-	deadArgs := []any{s.dbNow(), s.dbNow(), -ledger.ConsoleIdle.Microseconds()}
-	found, err := readIDs(ctx, tx, limit,
-		idRead{s.q(`SELECT id FROM console_sessions WHERE expires_at <= {now} ORDER BY expires_at LIMIT ?`) + s.d.skipLocked(), []any{s.dbNow(), limit}},
-		idRead{s.q(`SELECT id FROM console_sessions WHERE last_seen_at <= {now+} ORDER BY last_seen_at LIMIT ?`) + s.d.skipLocked(),
-			[]any{s.dbNow(), -ledger.ConsoleIdle.Microseconds(), limit}})
+	deadArgs := []any{s.DBNow(), s.DBNow(), -ledger.ConsoleIdle.Microseconds()}
+	found, err := ReadIDs(ctx, tx, limit,
+		IDRead{s.Q(`SELECT id FROM console_sessions WHERE expires_at <= {now} ORDER BY expires_at LIMIT ?`) + s.D.SkipLockedSQL(), []any{s.DBNow(), limit}},
+		IDRead{s.Q(`SELECT id FROM console_sessions WHERE last_seen_at <= {now+} ORDER BY last_seen_at LIMIT ?`) + s.D.SkipLockedSQL(),
+			[]any{s.DBNow(), -ledger.ConsoleIdle.Microseconds(), limit}})
 	if err != nil {
 		return 0, err
 	}
-	ids := anys(found)
+	ids := Anys(found)
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	res, err := tx.ExecContext(ctx, s.q(`DELETE FROM console_sessions WHERE id IN `+placeholders(len(ids))+` AND (`+dead+`)`),
+	res, err := tx.ExecContext(ctx, s.Q(`DELETE FROM console_sessions WHERE id IN `+Placeholders(len(ids))+` AND (`+dead+`)`),
 		append(ids, deadArgs...)...)
 	if err != nil {
 		return 0, err
 	}
-	n, err := affected(res)
+	n, err := Affected(res)
 	return int(n), err
 }

@@ -24,8 +24,8 @@ const DefaultTimeout = 5 * time.Second
 
 // DB implements ledger.Ledger on database/sql.
 type DB struct {
-	db *sql.DB
-	d  Dialect
+	Pool *sql.DB
+	D  Dialect
 	// Now is the process's clock. It stamps records (created_at,
 	// revoked_at, refunded_at) and nothing else: no decision reads it, so
 	// a gateway whose clock is off cannot take a slot another process
@@ -91,26 +91,26 @@ var _ ledger.Ledger = (*DB)(nil)
 
 // New returns a ledger over db speaking dialect d.
 func New(db *sql.DB, d Dialect) *DB {
-	return &DB{db: db, d: d, Now: time.Now, Timeout: DefaultTimeout,
+	return &DB{Pool: db, D: d, Now: time.Now, Timeout: DefaultTimeout,
 		ClaimBatch: DefaultClaimBatch, RefusalCache: DefaultRefusalCache}
 }
 
-// bound gives one call to the database its own deadline, so that a hung
+// Bound gives one call to the database its own deadline, so that a hung
 // server costs a request at most Timeout instead of the driver's read
 // timeout.
 //
-// Within a request (ledger.WithWait) the bound is what the request's
+// Within a request (ledger.WithWait) the Bound is what the request's
 // earlier calls left of one Timeout, so however many calls a request
 // makes, together they wait at most Timeout (plus a COMMIT already sent,
 // whose outcome is unknown anyway).
-func (s *DB) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+func (s *DB) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	return s.window(ctx, ctx)
 }
 
-// detached is bound for a transaction: detached from the caller's
+// Detached is bound for a transaction: Detached from the caller's
 // cancellation (a client that hangs up mid-claim must not turn a COMMIT
 // into an unknown outcome), but not from its wait.
-func (s *DB) detached(ctx context.Context) (context.Context, context.CancelFunc) {
+func (s *DB) Detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return s.window(ctx, context.WithoutCancel(ctx))
 }
 
@@ -138,57 +138,57 @@ func (s *DB) timeout() time.Duration {
 	return s.Timeout
 }
 
-// q returns the statement template t in the dialect: {now} becomes the
+// Q returns the statement template t in the dialect: {now} becomes the
 // database's current time and {now+} that time plus a bound number of
 // microseconds. Each {now} takes the argument dbNow returns, each {now+}
 // that argument and then the microseconds.
-func (s *DB) q(t string) string {
+func (s *DB) Q(t string) string {
 	if v, ok := s.stmts.Load(t); ok {
 		return v.(string)
 	}
-	out := strings.NewReplacer("{now+}", s.d.Plus(s.d.NowSQL), "{now}", s.d.NowSQL).Replace(t)
+	out := strings.NewReplacer("{now+}", s.D.Plus(s.D.NowSQL), "{now}", s.D.NowSQL).Replace(t)
 	s.stmts.Store(t, out)
 	return out
 }
 
-// dbNow is the argument of a {now}: NULL, which makes the statement read
+// DBNow is the argument of a {now}: NULL, which makes the statement read
 // the database's clock, or DBClock's time in tests.
-func (s *DB) dbNow() any {
+func (s *DB) DBNow() any {
 	if s.DBClock == nil {
 		return nil
 	}
-	return s.t(s.DBClock())
+	return s.TimeArg(s.DBClock())
 }
 
 // SQL returns the underlying pool (for migrations and tests).
-func (s *DB) SQL() *sql.DB { return s.db }
+func (s *DB) SQL() *sql.DB { return s.Pool }
 
 // Ping checks the database is reachable.
 func (s *DB) Ping(ctx context.Context) error {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	if err := s.db.PingContext(ctx); err != nil {
+	if err := s.Pool.PingContext(ctx); err != nil {
 		return fmt.Errorf("%w: %v", ledger.ErrUnavailable, err)
 	}
 	return nil
 }
 
 // Close closes the pool.
-func (s *DB) Close() error { return s.db.Close() }
+func (s *DB) Close() error { return s.Pool.Close() }
 
-func (s *DB) now() time.Time { return ledger.Micro(s.Now()) }
+func (s *DB) Stamp() time.Time { return ledger.Micro(s.Now()) }
 
-func (s *DB) t(t time.Time) any { return s.d.Time(ledger.Micro(t)) }
+func (s *DB) TimeArg(t time.Time) any { return s.D.Time(ledger.Micro(t)) }
 
-func newID() string { return uuid.Must(uuid.NewV7()).String() }
+func NewID() string { return uuid.Must(uuid.NewV7()).String() }
 
-// commitError marks a failure of COMMIT itself: the outcome is unknown.
-type commitError struct{ err error }
+// CommitError marks a failure of COMMIT itself: the outcome is unknown.
+type CommitError struct{ err error }
 
-func (e *commitError) Error() string { return "commit: " + e.err.Error() }
-func (e *commitError) Unwrap() error { return e.err }
+func (e *CommitError) Error() string { return "commit: " + e.err.Error() }
+func (e *CommitError) Unwrap() error { return e.err }
 
-// inTx runs fn in a transaction, retrying a bounded number of times when
+// InTx runs fn in a transaction, retrying a bounded number of times when
 // the database reports a deadlock, a lock-wait timeout or a busy file. A
 // failure of COMMIT is never retried: it becomes ledger.ErrAmbiguous.
 //
@@ -197,33 +197,33 @@ func (e *commitError) Unwrap() error { return e.err }
 // but within Timeout, attempts included: a deadline before COMMIT rolls
 // back (ErrUnavailable), one during COMMIT is ErrAmbiguous like any
 // failed COMMIT.
-func (s *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	return s.inTxWith(ctx, nil, fn)
+func (s *DB) InTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	return s.InTxWith(ctx, nil, fn)
 }
 
-// inTxWith is inTx with the transaction's options (its isolation level).
-func (s *DB) inTxWith(ctx context.Context, opts *sql.TxOptions, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	ctx, cancel := s.detached(ctx)
+// InTxWith is inTx with the transaction's options (its isolation level).
+func (s *DB) InTxWith(ctx context.Context, opts *sql.TxOptions, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	ctx, cancel := s.Detached(ctx)
 	defer cancel()
-	err := s.retry(ctx, func() error { return s.tryTx(ctx, opts, fn) })
-	var ce *commitError
+	err := s.Retry(ctx, func() error { return s.TryTx(ctx, opts, fn) })
+	var ce *CommitError
 	if errors.As(err, &ce) {
 		return fmt.Errorf("%w: %v", ledger.ErrAmbiguous, ce.err)
 	}
-	return s.classify(err)
+	return s.Classify(err)
 }
 
-// retry runs op again, at most maxAttempts times in all, while it fails
+// Retry runs op again, at most maxAttempts times in all, while it fails
 // with what the dialect calls retryable (deadlock, lock-wait timeout, busy
 // file), pausing a jittered, growing time in between so that the
 // statements that collided do not collide again in lockstep. A failed
 // COMMIT is never retried (its outcome is unknown), and the pauses end
-// with ctx. It is the one retry loop of the ledger.
-func (s *DB) retry(ctx context.Context, op func() error) error {
+// with ctx. It is the one Retry loop of the ledger.
+func (s *DB) Retry(ctx context.Context, op func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := op()
-		var ce *commitError
-		if err == nil || errors.As(err, &ce) || !s.d.IsRetryable(err) || attempt == maxAttempts {
+		var ce *CommitError
+		if err == nil || errors.As(err, &ce) || !s.D.IsRetryable(err) || attempt == maxAttempts {
 			return err
 		}
 		pause := time.Duration(attempt*attempt) * time.Millisecond * time.Duration(1+rand.IntN(4))
@@ -235,8 +235,8 @@ func (s *DB) retry(ctx context.Context, op func() error) error {
 	}
 }
 
-func (s *DB) tryTx(ctx context.Context, opts *sql.TxOptions, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, opts)
+func (s *DB) TryTx(ctx context.Context, opts *sql.TxOptions, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	tx, err := s.Pool.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -249,17 +249,17 @@ func (s *DB) tryTx(ctx context.Context, opts *sql.TxOptions, fn func(ctx context
 			return err
 		}
 	}
-	if err := commit(ctx, tx); err != nil {
-		return &commitError{err}
+	if err := Commit(ctx, tx); err != nil {
+		return &CommitError{err}
 	}
 	return nil
 }
 
-// commit commits tx but stops waiting when ctx ends. Drivers do not
+// Commit commits tx but stops waiting when ctx ends. Drivers do not
 // cancel a COMMIT (go-sql-driver waits for it up to its readTimeout),
 // and its outcome is unknown either way, so the caller learns that within
 // its deadline while the COMMIT finishes or fails on its own.
-func commit(ctx context.Context, tx *sql.Tx) error {
+func Commit(ctx context.Context, tx *sql.Tx) error {
 	done := make(chan error, 1)
 	go func() { done <- tx.Commit() }()
 	select {
@@ -270,9 +270,9 @@ func commit(ctx context.Context, tx *sql.Tx) error {
 	}
 }
 
-// classify maps driver errors to the ledger's: domain errors pass through,
+// Classify maps driver errors to the ledger's: domain errors pass through,
 // connection failures and exhausted retries become ErrUnavailable.
-func (s *DB) classify(err error) error {
+func (s *DB) Classify(err error) error {
 	switch {
 	case err == nil:
 		return nil
@@ -280,33 +280,33 @@ func (s *DB) classify(err error) error {
 		errors.Is(err, ledger.ErrNoSlot), errors.Is(err, ledger.ErrBudgetExhausted),
 		errors.Is(err, ledger.ErrConflict), errors.Is(err, ledger.ErrAmbiguous),
 		errors.Is(err, ledger.ErrUnavailable), errors.Is(err, ledger.ErrInvalid),
-		errors.Is(err, ledger.ErrRevoked), errors.Is(err, errDuplicate),
+		errors.Is(err, ledger.ErrRevoked), errors.Is(err, ErrDuplicate),
 		errors.Is(err, ledger.ErrPinned), errors.Is(err, ledger.ErrObjectDeleted),
 		errors.Is(err, ledger.ErrForbidden):
 		return err
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
-		s.d.IsUnavailable(err), s.d.IsRetryable(err):
+		s.D.IsUnavailable(err), s.D.IsRetryable(err):
 		return fmt.Errorf("%w: %v", ledger.ErrUnavailable, err)
 	}
 	return fmt.Errorf("sqlcore: %w", err)
 }
 
-// errDuplicate is how an idempotency-key collision leaves a transaction.
-var errDuplicate = errors.New("sqlcore: duplicate key")
+// ErrDuplicate is how an idempotency-key collision leaves a transaction.
+var ErrDuplicate = errors.New("sqlcore: duplicate key")
 
-// exec runs one autocommitted statement (one round trip), retrying it a
+// Exec runs one autocommitted statement (one round trip), retrying it a
 // bounded number of times on deadlock, lock-wait timeout or busy errors.
 // Used only for single statements whose effect is self-contained.
-func (s *DB) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+func (s *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	var res sql.Result
-	err := s.retry(ctx, func() (err error) {
-		res, err = s.db.ExecContext(ctx, query, args...)
+	err := s.Retry(ctx, func() (err error) {
+		res, err = s.Pool.ExecContext(ctx, query, args...)
 		return err
 	})
-	return res, s.classify(err)
+	return res, s.Classify(err)
 }
 
-func affected(res sql.Result) (int64, error) {
+func Affected(res sql.Result) (int64, error) {
 	if res == nil {
 		return 0, nil
 	}

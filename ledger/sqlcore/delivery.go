@@ -82,18 +82,18 @@ func (s *DB) GrantDeliveryRecord(ctx context.Context, d ledger.StreamDelivery) e
 // autocommit; with webhooks on a transaction of its own (recordInTx).
 func (s *DB) recordAlone(ctx context.Context, r streamRecord) error {
 	if s.Webhooks {
-		return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error { return s.recordInTx(ctx, tx, r) })
+		return s.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error { return s.recordInTx(ctx, tx, r) })
 	}
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	res, err := s.exec(ctx, recordStreamSQL, r.args...)
+	res, err := s.Exec(ctx, recordStreamSQL, r.args...)
 	if err != nil {
 		return err
 	}
-	if n, err := affected(res); err != nil || n == 1 {
-		return s.classify(err)
+	if n, err := Affected(res); err != nil || n == 1 {
+		return s.Classify(err)
 	}
-	return s.classify(s.unrecorded(ctx, s.db, r.d))
+	return s.Classify(s.unrecorded(ctx, s.Pool, r.d))
 }
 
 // streamRecord is one stream delivery record, checked, with the
@@ -117,18 +117,18 @@ func (s *DB) streamRecord(ctx context.Context, d ledger.StreamDelivery) (streamR
 		return streamRecord{}, err
 	}
 	if d.Size == 0 {
-		bctx, cancel := s.bound(ctx)
-		err := s.db.QueryRowContext(bctx, `SELECT l.size FROM grants g JOIN links l ON l.id = g.link_id WHERE g.id = ?`, d.GrantID).Scan(&d.Size)
+		bctx, cancel := s.Bound(ctx)
+		err := s.Pool.QueryRowContext(bctx, `SELECT l.size FROM grants g JOIN links l ON l.id = g.link_id WHERE g.id = ?`, d.GrantID).Scan(&d.Size)
 		cancel()
-		if isNoRows(err) {
+		if IsNoRows(err) {
 			return streamRecord{}, ledger.ErrNotFound
 		} else if err != nil {
-			return streamRecord{}, s.classify(err)
+			return streamRecord{}, s.Classify(err)
 		}
 	}
-	at := s.now()
+	at := s.Stamp()
 	a, z, k := d.BytesAcked, d.Size, d.Attempt
-	return streamRecord{d: d, at: at, keys: keys, args: []any{a, z, s.t(at), a, z, s.t(at), a, z, a, a, a, z, z, a, d.Measured, keys, k, k, d.GrantID, k, k}}, nil
+	return streamRecord{d: d, at: at, keys: keys, args: []any{a, z, s.TimeArg(at), a, z, s.TimeArg(at), a, z, a, a, a, z, z, a, d.Measured, keys, k, k, d.GrantID, k, k}}, nil
 }
 
 // recordInTx writes r inside tx: the UPDATE and, with webhooks on, first
@@ -139,8 +139,8 @@ func (s *DB) recordInTx(ctx context.Context, tx *sql.Tx, r streamRecord) error {
 	d := r.d
 	var before ledger.DeliveryStatus
 	if s.Webhooks {
-		err := tx.QueryRowContext(ctx, `SELECT delivery_status FROM grants WHERE id = ?`+s.d.LockRows, d.GrantID).Scan(&before)
-		if isNoRows(err) {
+		err := tx.QueryRowContext(ctx, `SELECT delivery_status FROM grants WHERE id = ?`+s.D.LockRows, d.GrantID).Scan(&before)
+		if IsNoRows(err) {
 			return ledger.ErrNotFound
 		} else if err != nil {
 			return err
@@ -150,7 +150,7 @@ func (s *DB) recordInTx(ctx context.Context, tx *sql.Tx, r streamRecord) error {
 	if err != nil {
 		return err
 	}
-	if n, err := affected(res); err != nil || n == 0 {
+	if n, err := Affected(res); err != nil || n == 0 {
 		if err == nil {
 			err = s.unrecorded(ctx, tx, d)
 		}
@@ -183,7 +183,7 @@ func (s *DB) unrecorded(ctx context.Context, q interface {
 	var g recordedGrant
 	err := q.QueryRowContext(ctx, `SELECT kind, attempts FROM grants WHERE id = ?`, d.GrantID).Scan(&g.kind, &g.attempts)
 	switch {
-	case isNoRows(err):
+	case IsNoRows(err):
 		return ledger.ErrNotFound
 	case err != nil:
 		return err
@@ -241,25 +241,25 @@ func (s *DB) SessionDeliveryRecord(ctx context.Context, d ledger.SessionDelivery
 		return fmt.Errorf("%w: a session id and a return ≥ 0 are required", ledger.ErrInvalid)
 	}
 	if d.Acked.IsEmpty() {
-		ctx, cancel := s.bound(ctx)
+		ctx, cancel := s.Bound(ctx)
 		defer cancel()
-		res, err := s.exec(ctx, s.q(returnSQL), d.Return, d.Return, s.dbNow(), d.SessionID)
+		res, err := s.Exec(ctx, s.Q(returnSQL), d.Return, d.Return, s.DBNow(), d.SessionID)
 		if err != nil {
 			return err
 		}
 		return s.matched(res, ledger.ErrNotFound)
 	}
-	at := s.now()
-	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	at := s.Stamp()
+	return s.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var (
-			stored  nullStr
+			stored  NullStr
 			size    int64
 			grantID string
 			before  ledger.DeliveryStatus
 		)
 		err := tx.QueryRowContext(ctx, `SELECT s.coverage, s.size, s.grant_id, g.delivery_status
-FROM sessions s JOIN grants g ON g.id = s.grant_id WHERE s.id = ?`+s.d.LockRows, d.SessionID).Scan(&stored, &size, &grantID, &before)
-		if isNoRows(err) {
+FROM sessions s JOIN grants g ON g.id = s.grant_id WHERE s.id = ?`+s.D.LockRows, d.SessionID).Scan(&stored, &size, &grantID, &before)
+		if IsNoRows(err) {
 			return ledger.ErrNotFound
 		} else if err != nil {
 			return err
@@ -269,9 +269,9 @@ FROM sessions s JOIN grants g ON g.id = s.grant_id WHERE s.id = ?`+s.d.LockRows,
 			return fmt.Errorf("sqlcore: coverage of session %s: %w", d.SessionID, err)
 		}
 		c.Union(d.Acked)
-		_, err = tx.ExecContext(ctx, s.q(`UPDATE sessions SET coverage = ?, delivery_written = CASE WHEN ? THEN delivery_written ELSE 1 END,
+		_, err = tx.ExecContext(ctx, s.Q(`UPDATE sessions SET coverage = ?, delivery_written = CASE WHEN ? THEN delivery_written ELSE 1 END,
   bytes_drawn = CASE WHEN bytes_drawn > ? THEN bytes_drawn - ? ELSE 0 END, reported_at = {now} WHERE id = ?`),
-			orNull(c.Encode()), d.Measured, d.Return, d.Return, s.dbNow(), d.SessionID)
+			OrNull(c.Encode()), d.Measured, d.Return, d.Return, s.DBNow(), d.SessionID)
 		if err != nil {
 			return err
 		}
@@ -284,14 +284,14 @@ FROM sessions s JOIN grants g ON g.id = s.grant_id WHERE s.id = ?`+s.d.LockRows,
 		}
 		var done any
 		if after == ledger.DeliveryComplete {
-			done = s.t(at)
+			done = s.TimeArg(at)
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE grants SET delivery_status = ?, bytes_acked = ?, delivered_at = COALESCE(delivered_at, ?)
 WHERE id = ? AND delivery_status = ?`, string(after), c.Bytes(size), done, grantID, string(before))
 		if err != nil {
 			return err
 		}
-		if n, err := affected(res); err != nil || n == 0 || after != ledger.DeliveryComplete || !s.Webhooks {
+		if n, err := Affected(res); err != nil || n == 0 || after != ledger.DeliveryComplete || !s.Webhooks {
 			return err
 		}
 		g, size, err := s.grantInTx(ctx, tx, grantID)
@@ -318,10 +318,10 @@ type endedSession struct {
 // transactions ending one session, or a revocation racing the sweeper,
 // mark its grant once: the second finds it marked.
 func (s *DB) interrupt(ctx context.Context, tx *sql.Tx, at time.Time, where string, args []any, reason func(endedSession) string) error {
-	rows, err := tx.QueryContext(ctx, s.q(`SELECT g.id, g.link_id, s.revoked_at, s.expires_at, {now}
+	rows, err := tx.QueryContext(ctx, s.Q(`SELECT g.id, g.link_id, s.revoked_at, s.expires_at, {now}
 FROM sessions s JOIN grants g ON g.id = s.grant_id
-WHERE `+where+` AND g.delivery_status <> 'complete' AND g.interrupted_at IS NULL`)+s.d.LockRows,
-		append([]any{s.dbNow()}, args...)...)
+WHERE `+where+` AND g.delivery_status <> 'complete' AND g.interrupted_at IS NULL`)+s.D.LockRows,
+		append([]any{s.DBNow()}, args...)...)
 	if err != nil {
 		return err
 	}
@@ -333,7 +333,7 @@ WHERE `+where+` AND g.delivery_status <> 'complete' AND g.interrupted_at IS NULL
 	for rows.Next() {
 		var (
 			m                     marked
-			revoked, expires, now timeCol
+			revoked, expires, now TimeCol
 		)
 		if err := rows.Scan(&m.id, &m.link, &revoked, &expires, &now); err != nil {
 			rows.Close()
@@ -347,11 +347,11 @@ WHERE `+where+` AND g.delivery_status <> 'complete' AND g.interrupted_at IS NULL
 		return err
 	}
 	ids := make([]any, 0, len(all)+1)
-	ids = append(ids, s.t(at))
+	ids = append(ids, s.TimeArg(at))
 	for _, m := range all {
 		ids = append(ids, m.id)
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE grants SET interrupted_at = ? WHERE id IN `+placeholders(len(all))+`
+	_, err = tx.ExecContext(ctx, `UPDATE grants SET interrupted_at = ? WHERE id IN `+Placeholders(len(all))+`
   AND delivery_status <> 'complete' AND interrupted_at IS NULL`, ids...)
 	if err != nil || !s.Webhooks {
 		return err
@@ -413,7 +413,7 @@ WHERE link_id = ? AND kind = 'stream' AND status = 'granted' AND delivery_status
 type retryRead struct {
 	id             string
 	attempts, done int
-	until, now     timeCol
+	until, now     TimeCol
 }
 
 // inFlight is the refusal of a retry while another attempt of the grant
@@ -458,16 +458,16 @@ func (s *DB) GrantRetryBegin(ctx context.Context, req ledger.RetryRequest) (*led
 			return nil, ledger.ErrNotFound
 		}
 	}
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	read := func(where string, args ...any) (retryRead, error) {
 		var r retryRead
-		err := s.db.QueryRowContext(ctx, s.q(retryCandidateSQL+where), append([]any{s.dbNow(), req.LinkID, s.dbNow()}, args...)...).
+		err := s.Pool.QueryRowContext(ctx, s.Q(retryCandidateSQL+where), append([]any{s.DBNow(), req.LinkID, s.DBNow()}, args...)...).
 			Scan(&r.id, &r.attempts, &r.done, &r.until, &r.now)
-		if isNoRows(err) {
+		if IsNoRows(err) {
 			return r, ledger.ErrNotFound
 		}
-		return r, s.classify(err)
+		return r, s.Classify(err)
 	}
 	seen, err := read(who+`
 ORDER BY created_at DESC, id DESC LIMIT 1`, whoArgs...)
@@ -477,10 +477,10 @@ ORDER BY created_at DESC, id DESC LIMIT 1`, whoArgs...)
 	if err := seen.inFlight(); err != nil {
 		return nil, err
 	}
-	args := []any{s.dbNow(), lease.Microseconds(), seen.id, seen.attempts, s.dbNow()}
+	args := []any{s.DBNow(), lease.Microseconds(), seen.id, seen.attempts, s.DBNow()}
 	args = append(args, whoArgs...)
-	args = append(args, s.dbNow(), req.AccountID)
-	res, err := s.exec(ctx, s.q(`UPDATE grants SET attempts = attempts + 1, attempt_until = {now+}
+	args = append(args, s.DBNow(), req.AccountID)
+	res, err := s.Exec(ctx, s.Q(`UPDATE grants SET attempts = attempts + 1, attempt_until = {now+}
 WHERE id = ? AND attempts = ? AND `+retryableSQL+` AND `+who+`
   AND EXISTS (SELECT 1 FROM links l WHERE l.id = grants.link_id AND l.revoked_at IS NULL AND l.expires_at > {now}
     AND grants.attempts < 1 + l.retries AND (l.account_id IS NULL OR l.account_id = ?))`), args...)
@@ -501,8 +501,8 @@ WHERE id = ? AND attempts = ? AND `+retryableSQL+` AND `+who+`
 		}
 		return nil, err
 	}
-	g, _, err := s.grantByID(ctx, s.db, seen.id, "")
-	return g, s.classify(err)
+	g, _, err := s.grantByID(ctx, s.Pool, seen.id, "")
+	return g, s.Classify(err)
 }
 
 // retryClient is the condition on grants that names the caller of req: a
@@ -538,11 +538,11 @@ func (s *DB) GrantRetryRenew(ctx context.Context, grantID string, attempt int, l
 	if grantID == "" || attempt < 2 || lease <= 0 {
 		return fmt.Errorf("%w: a grant id, a retry's attempt (≥ 2) and a lease are required", ledger.ErrInvalid)
 	}
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	res, err := s.exec(ctx, s.q(`UPDATE grants SET attempt_until = {now+}
+	res, err := s.Exec(ctx, s.Q(`UPDATE grants SET attempt_until = {now+}
 WHERE id = ? AND attempts = ? AND attempts_ended < ? AND attempt_until IS NOT NULL`),
-		s.dbNow(), lease.Microseconds(), grantID, attempt, attempt)
+		s.DBNow(), lease.Microseconds(), grantID, attempt, attempt)
 	if err != nil {
 		return err
 	}
@@ -552,10 +552,10 @@ WHERE id = ? AND attempts = ? AND attempts_ended < ? AND attempt_until IS NOT NU
 // matched is nil when the statement of res matched a row, else none (or
 // why its row count is unknown).
 func (s *DB) matched(res sql.Result, none error) error {
-	n, err := affected(res)
+	n, err := Affected(res)
 	switch {
 	case err != nil:
-		return s.classify(err)
+		return s.Classify(err)
 	case n == 0:
 		return none
 	}
@@ -570,7 +570,7 @@ func (s *DB) matched(res sql.Result, none error) error {
 // (TiDB's is taken at BEGIN); the link's size, which never changes, is
 // read in a subquery, which the lock does not reach.
 func (s *DB) grantInTx(ctx context.Context, tx *sql.Tx, id string) (*ledger.Grant, int64, error) {
-	return s.grantByID(ctx, tx, id, s.d.LockRows)
+	return s.grantByID(ctx, tx, id, s.D.LockRows)
 }
 
 // grantByID reads grant id through q, the query ending with suffix.
@@ -578,9 +578,9 @@ func (s *DB) grantByID(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, id, suffix string) (*ledger.Grant, int64, error) {
 	var size int64
-	g, err := scanGrant(withMore(q.QueryRowContext(ctx, `SELECT `+grantColumns+`,
+	g, err := scanGrant(WithMore(q.QueryRowContext(ctx, `SELECT `+grantColumns+`,
   (SELECT l.size FROM links l WHERE l.id = g.link_id)`+grantFrom+` WHERE g.id = ?`+suffix, id), &size), &size)
-	if isNoRows(err) {
+	if IsNoRows(err) {
 		return nil, 0, ledger.ErrNotFound
 	}
 	return g, size, err

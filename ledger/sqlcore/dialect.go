@@ -115,9 +115,9 @@ type Dialect struct {
 	SweepTx *sql.TxOptions
 }
 
-// skipLocked is what a candidate read appends where the engine honours
+// SkipLockedSQL is what a candidate read appends where the engine honours
 // SKIP LOCKED; nothing elsewhere.
-func (d *Dialect) skipLocked() string {
+func (d *Dialect) SkipLockedSQL() string {
 	if d.SkipLocked {
 		return " FOR UPDATE SKIP LOCKED"
 	}

@@ -18,15 +18,15 @@ var _ ledger.Digests = (*DB)(nil)
 // DigestCountMissing counts the stored versions without a SHA-256 and their
 // bytes. Errors: ErrUnavailable.
 func (s *DB) DigestCountMissing(ctx context.Context) (int, int64, error) {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	var (
 		n     int
 		bytes sql.NullInt64
 	)
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*), SUM(size) FROM objects WHERE state = 'stored' AND sha256 IS NULL`).
+	err := s.Pool.QueryRowContext(ctx, `SELECT COUNT(*), SUM(size) FROM objects WHERE state = 'stored' AND sha256 IS NULL`).
 		Scan(&n, &bytes)
-	return n, bytes.Int64, s.classify(err)
+	return n, bytes.Int64, s.Classify(err)
 }
 
 // ObjectListWithoutDigest returns at most limit stored versions without a
@@ -40,12 +40,12 @@ func (s *DB) ObjectListWithoutDigest(ctx context.Context, after string, limit in
 	if err != nil || (len(from) != 0 && len(from) != 32) {
 		return nil, "", fmt.Errorf("%w: not a cursor of ObjectListWithoutDigest", ledger.ErrInvalid)
 	}
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx, `SELECT version_hash, `+objectColumns+` FROM objects
+	rows, err := s.Pool.QueryContext(ctx, `SELECT version_hash, `+objectColumns+` FROM objects
 WHERE version_hash > ? AND state = 'stored' AND sha256 IS NULL ORDER BY version_hash LIMIT ?`, from, limit)
 	if err != nil {
-		return nil, "", s.classify(err)
+		return nil, "", s.Classify(err)
 	}
 	defer rows.Close()
 	var (
@@ -56,12 +56,12 @@ WHERE version_hash > ? AND state = 'stored' AND sha256 IS NULL ORDER BY version_
 		var h []byte
 		row, err := scanObject(prefixed{rows, &h})
 		if err != nil {
-			return nil, "", s.classify(err)
+			return nil, "", s.Classify(err)
 		}
 		out, last = append(out, row.StoredObject), h
 	}
 	if err := rows.Err(); err != nil {
-		return nil, "", s.classify(err)
+		return nil, "", s.Classify(err)
 	}
 	if last == nil {
 		return nil, "", nil
@@ -78,12 +78,12 @@ func (s *DB) DigestRecord(ctx context.Context, o ledger.Object, sum string) erro
 		return fmt.Errorf("%w: sha256 must be 64 lowercase hex digits", ledger.ErrInvalid)
 	}
 	h := versionHash(o)
-	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var recorded nullStr
-		err := tx.QueryRowContext(ctx, `SELECT sha256 FROM objects WHERE version_hash = ? AND size = ? AND etag = ?`+s.d.LockRows,
+	return s.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var recorded NullStr
+		err := tx.QueryRowContext(ctx, `SELECT sha256 FROM objects WHERE version_hash = ? AND size = ? AND etag = ?`+s.D.LockRows,
 			h, o.Size, o.ETag).Scan(&recorded)
 		switch {
-		case isNoRows(err):
+		case IsNoRows(err):
 			return fmt.Errorf("%w: %s@%s is not a stored version of %d bytes with ETag %s", ledger.ErrNotFound, o.Key, o.VersionID, o.Size, o.ETag)
 		case err != nil:
 			return err

@@ -22,11 +22,11 @@ const grantFrom = ` FROM grants g LEFT JOIN sessions s ON s.id = g.session_id`
 // scanGrant scans grantColumns of a grant of an object version of *size
 // bytes (read after the scan, so a query may select the size beside the
 // grant: withMore).
-func scanGrant(r rowScanner, sizeOf *int64) (*ledger.Grant, error) {
+func scanGrant(r RowScanner, sizeOf *int64) (*ledger.Grant, error) {
 	var (
 		g                                ledger.Grant
-		account, session, coverage       nullStr
-		created, refunded, done, stopped timeCol
+		account, session, coverage       NullStr
+		created, refunded, done, stopped TimeCol
 		gWritten, sWritten               bool
 		ended                            int
 		d                                = &g.Delivery
@@ -39,8 +39,8 @@ func scanGrant(r rowScanner, sizeOf *int64) (*ledger.Grant, error) {
 	}
 	size := *sizeOf
 	g.AccountID, g.SessionID = string(account), string(session)
-	g.CreatedAt, g.RefundedAt = created.T, refunded.ptr()
-	d.DeliveredAt, d.InterruptedAt = done.ptr(), stopped.ptr()
+	g.CreatedAt, g.RefundedAt = created.T, refunded.Ptr()
+	d.DeliveredAt, d.InterruptedAt = done.Ptr(), stopped.Ptr()
 	recorded := ended > 0
 	if g.Kind == ledger.KindSession && coverage != "" {
 		c, err := sessions.DecodeCoverage(string(coverage))
@@ -85,14 +85,14 @@ func (s *DB) GrantList(ctx context.Context, q ledger.GrantQuery) (ledger.Page, e
 			return ledger.Page{}, err
 		}
 	}
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	var size int64
-	if err := s.db.QueryRowContext(ctx, `SELECT size FROM links WHERE id = ?`, q.LinkID).Scan(&size); err != nil {
-		if isNoRows(err) {
+	if err := s.Pool.QueryRowContext(ctx, `SELECT size FROM links WHERE id = ?`, q.LinkID).Scan(&size); err != nil {
+		if IsNoRows(err) {
 			return ledger.Page{}, ledger.ErrNotFound
 		}
-		return ledger.Page{}, s.classify(err)
+		return ledger.Page{}, s.Classify(err)
 	}
 	query := `SELECT ` + grantColumns + grantFrom + ` WHERE g.link_id = ?`
 	args := []any{q.LinkID}
@@ -101,31 +101,31 @@ func (s *DB) GrantList(ctx context.Context, q ledger.GrantQuery) (ledger.Page, e
 		args = append(args, string(q.Delivery))
 	}
 	if q.Cursor != "" {
-		at, id, err := decodeCursor(q.Cursor)
+		at, id, err := DecodeCursor(q.Cursor)
 		if err != nil {
 			return ledger.Page{}, err
 		}
 		query += ` AND (g.created_at < ? OR (g.created_at = ? AND g.id < ?))`
-		args = append(args, s.t(at), s.t(at), id)
+		args = append(args, s.TimeArg(at), s.TimeArg(at), id)
 	}
 	query += ` ORDER BY g.created_at DESC, g.id DESC LIMIT ?`
 	args = append(args, limit+1)
-	rows, err := s.db.QueryContext(ctx, query, args...)
+	rows, err := s.Pool.QueryContext(ctx, query, args...)
 	if err != nil {
-		return ledger.Page{}, s.classify(err)
+		return ledger.Page{}, s.Classify(err)
 	}
 	defer rows.Close()
 	var page ledger.Page
 	for rows.Next() {
 		g, err := scanGrant(rows, &size)
 		if err != nil {
-			return ledger.Page{}, s.classify(err)
+			return ledger.Page{}, s.Classify(err)
 		}
 		page.Grants = append(page.Grants, *g)
 	}
 	if err := rows.Err(); err != nil {
-		return ledger.Page{}, s.classify(err)
+		return ledger.Page{}, s.Classify(err)
 	}
-	page.Grants, page.Next = pageOf(page.Grants, limit, true, func(g *ledger.Grant) (time.Time, string) { return g.CreatedAt, g.ID })
+	page.Grants, page.Next = PageOf(page.Grants, limit, true, func(g *ledger.Grant) (time.Time, string) { return g.CreatedAt, g.ID })
 	return page, nil
 }

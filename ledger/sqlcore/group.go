@@ -63,7 +63,7 @@ func (s *DB) claimBatch() int {
 // lost connection, a claim's own error): failures isolate to the claim
 // that has them, and each claim's deadline stays its own.
 func (s *DB) submit(ctx context.Context, c *claim) {
-	ctx, cancel := s.detached(ctx)
+	ctx, cancel := s.Detached(ctx)
 	defer cancel()
 	defer func() {
 		if w := ledger.WaitOf(ctx); w != nil && c.batch > 0 {
@@ -215,24 +215,24 @@ func (s *DB) decideBatch(batch []*claim) {
 // transaction (retry). waited is how long it queued before.
 func (s *DB) decideAlone(ctx context.Context, c *claim, waited time.Duration) {
 	c.reset()
-	err := s.retry(ctx, func() error {
+	err := s.Retry(ctx, func() error {
 		err := s.guarded(func() error { return s.decideClaims(ctx, []*claim{c}) })
 		if errors.Is(err, ledger.ErrAmbiguous) {
-			return &commitError{err} // never run again
+			return &CommitError{err} // never run again
 		}
 		return err
 	})
 	if s.OnClaimBatch != nil {
 		s.observe(1, []time.Duration{waited}, err)
 	}
-	var ce *commitError
+	var ce *CommitError
 	switch {
 	case errors.As(err, &ce):
 		c.err = ce.err
 		s.reconcile(ctx, []*claim{c}, ce.err)
 	case err != nil:
 		c.reset()
-		c.err = s.classify(err)
+		c.err = s.Classify(err)
 	}
 }
 
@@ -251,7 +251,7 @@ func (s *DB) guarded(fn func() error) (err error) {
 // queue waits of the claims it decided, its error.
 func (s *DB) observe(size int, queueWaits []time.Duration, err error) {
 	if s.OnClaimBatch != nil {
-		var ce *commitError
+		var ce *CommitError
 		if errors.As(err, &ce) {
 			err = ce.err
 		}

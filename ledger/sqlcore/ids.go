@@ -6,30 +6,30 @@ import (
 	"strings"
 )
 
-// querier is what a read runs on: the pool or a transaction.
-type querier interface {
+// Querier is what a read runs on: the pool or a transaction.
+type Querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// idRead is one read of ids: a SELECT of one string column, with its
+// IDRead is one read of ids: a SELECT of one string column, with its
 // arguments.
-type idRead struct {
-	query string
-	args  []any
+type IDRead struct {
+	Query string
+	Args  []any
 }
 
-// readIDs runs reads in turn on q and returns the distinct ids they
+// ReadIDs runs reads in turn on q and returns the distinct ids they
 // found, in the order found, at most limit of them (0: no limit); once
 // limit are found the remaining reads are not run. The candidate reads of
 // the sweepers and purgers, whose final statement repeats its condition.
-func readIDs(ctx context.Context, q querier, limit int, reads ...idRead) ([]string, error) {
+func ReadIDs(ctx context.Context, q Querier, limit int, reads ...IDRead) ([]string, error) {
 	seen := map[string]bool{}
 	var ids []string
 	for _, r := range reads {
 		if limit > 0 && len(ids) >= limit {
 			break
 		}
-		rows, err := q.QueryContext(ctx, r.query, r.args...)
+		rows, err := q.QueryContext(ctx, r.Query, r.Args...)
 		if err != nil {
 			return nil, err
 		}
@@ -52,13 +52,13 @@ func readIDs(ctx context.Context, q querier, limit int, reads ...idRead) ([]stri
 	return ids, nil
 }
 
-// placeholders is "(?, ?, …)" with n marks, for an IN list.
-func placeholders(n int) string {
+// Placeholders is "(?, ?, …)" with n marks, for an IN list.
+func Placeholders(n int) string {
 	return "(" + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + ")"
 }
 
-// anys are ids as statement arguments.
-func anys(ids []string) []any {
+// Anys are ids as statement arguments.
+func Anys(ids []string) []any {
 	out := make([]any, len(ids))
 	for i, id := range ids {
 		out[i] = id

@@ -21,20 +21,20 @@ const touchEvery = time.Minute
 
 const keyColumns = `id, name, scopes, created_at, expires_at, revoked_at, last_used_at`
 
-func scanKey(r rowScanner) (*ledger.Key, error) {
+func scanKey(r RowScanner) (*ledger.Key, error) {
 	var (
 		k                              ledger.Key
 		scopes                         string
-		created, expires, revoked, use timeCol
+		created, expires, revoked, use TimeCol
 	)
 	if err := r.Scan(&k.ID, &k.Name, &scopes, &created, &expires, &revoked, &use); err != nil {
-		if isNoRows(err) {
+		if IsNoRows(err) {
 			return nil, ledger.ErrNotFound
 		}
 		return nil, err
 	}
 	k.Scopes, k.CreatedAt = storedScopes(scopes), created.T
-	k.ExpiresAt, k.RevokedAt, k.LastUsedAt = expires.ptr(), revoked.ptr(), use.ptr()
+	k.ExpiresAt, k.RevokedAt, k.LastUsedAt = expires.Ptr(), revoked.Ptr(), use.Ptr()
 	return &k, nil
 }
 
@@ -49,29 +49,29 @@ func (s *DB) KeyCreate(ctx context.Context, p ledger.KeyCreateParams) (*ledger.K
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if !p.ExpiresAt.IsZero() && !storable(p.ExpiresAt) {
-		return nil, fmt.Errorf("%w: expiry outside %v..%v", ledger.ErrInvalid, storableMin, storableMax)
+	if !p.ExpiresAt.IsZero() && !Storable(p.ExpiresAt) {
+		return nil, fmt.Errorf("%w: expiry outside %v..%v", ledger.ErrInvalid, StorableMin, StorableMax)
 	}
 	a, err := actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	k := &ledger.Key{ID: newID(), Name: p.Name, Scopes: p.Scopes, CreatedAt: s.now()}
+	k := &ledger.Key{ID: NewID(), Name: p.Name, Scopes: p.Scopes, CreatedAt: s.Stamp()}
 	var expires any
 	if !p.ExpiresAt.IsZero() {
 		at := ledger.Micro(p.ExpiresAt)
-		k.ExpiresAt, expires = &at, s.t(at)
+		k.ExpiresAt, expires = &at, s.TimeArg(at)
 	}
-	err = s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if a != nil && a.KeyID != ledger.BootstrapKeyID {
 			if err := s.mayGive(ctx, tx, a.KeyID, p.Scopes); err != nil {
 				return err
 			}
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, name, secret_hash, scopes, created_at, expires_at)
-VALUES (?, ?, ?, ?, ?, ?)`, k.ID, k.Name, p.SecretHash, k.Scopes.String(), s.t(k.CreatedAt), expires)
+VALUES (?, ?, ?, ?, ?, ?)`, k.ID, k.Name, p.SecretHash, k.Scopes.String(), s.TimeArg(k.CreatedAt), expires)
 		if err != nil {
-			if s.d.IsDuplicate(err) {
+			if s.D.IsDuplicate(err) {
 				return fmt.Errorf("%w: a key with that secret exists", ledger.ErrConflict)
 			}
 			return err
@@ -93,19 +93,19 @@ VALUES (?, ?, ?, ?, ?, ?)`, k.ID, k.Name, p.SecretHash, k.Scopes.String(), s.t(k
 func (s *DB) mayGive(ctx context.Context, tx *sql.Tx, id string, give apikey.Scopes) error {
 	var (
 		text             string
-		expires, revoked timeCol
-		now              timeCol
+		expires, revoked TimeCol
+		now              TimeCol
 	)
-	err := tx.QueryRowContext(ctx, s.q(`SELECT scopes, expires_at, revoked_at, {now} FROM api_keys WHERE id = ?`)+s.d.LockRows,
-		s.dbNow(), id).Scan(&text, &expires, &revoked, &now)
-	if isNoRows(err) {
+	err := tx.QueryRowContext(ctx, s.Q(`SELECT scopes, expires_at, revoked_at, {now} FROM api_keys WHERE id = ?`)+s.D.LockRows,
+		s.DBNow(), id).Scan(&text, &expires, &revoked, &now)
+	if IsNoRows(err) {
 		return ledger.Refused(ledger.ReasonUnknown)
 	}
 	if err != nil {
 		return err
 	}
 	held := storedScopes(text)
-	k := ledger.Key{ExpiresAt: expires.ptr(), RevokedAt: revoked.ptr()}
+	k := ledger.Key{ExpiresAt: expires.Ptr(), RevokedAt: revoked.Ptr()}
 	if r := k.Refusal(now.T); r != "" {
 		return ledger.Refused(r)
 	}
@@ -129,10 +129,10 @@ func storedScopes(text string) apikey.Scopes {
 
 // KeyGet returns the key id. Errors: ErrNotFound, ErrUnavailable.
 func (s *DB) KeyGet(ctx context.Context, id string) (*ledger.Key, error) {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	k, err := scanKey(s.db.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, id))
-	return k, s.classify(err)
+	k, err := scanKey(s.Pool.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, id))
+	return k, s.Classify(err)
 }
 
 // KeyGetByHash returns the key whose secret hashes to hash, read with the
@@ -144,13 +144,13 @@ func (s *DB) KeyGetByHash(ctx context.Context, hash []byte) (*ledger.Key, error)
 	if len(hash) != 32 {
 		return nil, ledger.ErrNotFound
 	}
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	var now timeCol
-	k, err := scanKey(withNow(s.db.QueryRowContext(ctx, s.q(`SELECT `+keyColumns+`, {now} FROM api_keys WHERE secret_hash = ?`),
-		s.dbNow(), hash), &now))
+	var now TimeCol
+	k, err := scanKey(WithNow(s.Pool.QueryRowContext(ctx, s.Q(`SELECT `+keyColumns+`, {now} FROM api_keys WHERE secret_hash = ?`),
+		s.DBNow(), hash), &now))
 	if err != nil {
-		return nil, s.classify(err)
+		return nil, s.Classify(err)
 	}
 	k.ReadAt = now.T
 	if r := k.Refusal(now.T); r != "" {
@@ -171,32 +171,32 @@ func (s *DB) KeyList(ctx context.Context, cursor string, limit int) (ledger.KeyP
 	q := `SELECT ` + keyColumns + ` FROM api_keys`
 	var args []any
 	if cursor != "" {
-		at, id, err := decodeCursor(cursor)
+		at, id, err := DecodeCursor(cursor)
 		if err != nil {
 			return ledger.KeyPage{}, err
 		}
 		q += ` WHERE created_at < ? OR (created_at = ? AND id < ?)`
-		args = append(args, s.t(at), s.t(at), id)
+		args = append(args, s.TimeArg(at), s.TimeArg(at), id)
 	}
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx, q+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, limit+1)...)
+	rows, err := s.Pool.QueryContext(ctx, q+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, limit+1)...)
 	if err != nil {
-		return ledger.KeyPage{}, s.classify(err)
+		return ledger.KeyPage{}, s.Classify(err)
 	}
 	defer rows.Close()
 	var page ledger.KeyPage
 	for rows.Next() {
 		k, err := scanKey(rows)
 		if err != nil {
-			return ledger.KeyPage{}, s.classify(err)
+			return ledger.KeyPage{}, s.Classify(err)
 		}
 		page.Keys = append(page.Keys, *k)
 	}
 	if err := rows.Err(); err != nil {
-		return ledger.KeyPage{}, s.classify(err)
+		return ledger.KeyPage{}, s.Classify(err)
 	}
-	page.Keys, page.Next = pageOf(page.Keys, limit, true, func(k *ledger.Key) (time.Time, string) { return k.CreatedAt, k.ID })
+	page.Keys, page.Next = PageOf(page.Keys, limit, true, func(k *ledger.Key) (time.Time, string) { return k.CreatedAt, k.ID })
 	return page, nil
 }
 
@@ -208,19 +208,19 @@ func (s *DB) KeyRevoke(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	now := s.now()
-	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, s.t(now), id)
+	now := s.Stamp()
+	return s.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, s.TimeArg(now), id)
 		if err != nil {
 			return err
 		}
-		if n, err := affected(res); err != nil {
+		if n, err := Affected(res); err != nil {
 			return err
 		} else if n == 0 {
 			// A locking read, as whyNotUpdated's: a snapshot taken at
 			// BEGIN (TiDB) might not hold a key made and revoked since.
 			var one int
-			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM api_keys WHERE id = ?`+s.d.LockRows, id).Scan(&one); isNoRows(err) {
+			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM api_keys WHERE id = ?`+s.D.LockRows, id).Scan(&one); IsNoRows(err) {
 				return ledger.ErrNotFound
 			} else if err != nil {
 				return err
@@ -247,30 +247,30 @@ func (s *DB) KeyRevoke(ctx context.Context, id string) error {
 // (two processes touching at once: the second finds the first's time and
 // matches nothing), and reports whether it wrote. Errors: ErrUnavailable.
 func (s *DB) KeyTouch(ctx context.Context, id string) (bool, error) {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	res, err := s.exec(ctx, s.q(`UPDATE api_keys SET last_used_at = {now}
-WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= {now+})`), s.dbNow(), id, s.dbNow(), -touchEvery.Microseconds())
+	res, err := s.Exec(ctx, s.Q(`UPDATE api_keys SET last_used_at = {now}
+WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= {now+})`), s.DBNow(), id, s.DBNow(), -touchEvery.Microseconds())
 	if err != nil {
 		return false, err
 	}
-	n, err := affected(res)
-	return n > 0, s.classify(err)
+	n, err := Affected(res)
+	return n > 0, s.Classify(err)
 }
 
 // keyRefusal explains why the key id cannot be used at the database's
 // now: ErrNotFound when there is no such key, else its refusal ("" when
 // it can be used).
 func (s *DB) keyRefusal(ctx context.Context, id string) (ledger.Reason, error) {
-	var expires, revoked, now timeCol
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT expires_at, revoked_at, {now} FROM api_keys WHERE id = ?`), s.dbNow(), id).
+	var expires, revoked, now TimeCol
+	err := s.Pool.QueryRowContext(ctx, s.Q(`SELECT expires_at, revoked_at, {now} FROM api_keys WHERE id = ?`), s.DBNow(), id).
 		Scan(&expires, &revoked, &now)
-	if isNoRows(err) {
+	if IsNoRows(err) {
 		return "", ledger.ErrNotFound
 	}
 	if err != nil {
-		return "", s.classify(err)
+		return "", s.Classify(err)
 	}
-	k := ledger.Key{ExpiresAt: expires.ptr(), RevokedAt: revoked.ptr()}
+	k := ledger.Key{ExpiresAt: expires.Ptr(), RevokedAt: revoked.Ptr()}
 	return k.Refusal(now.T), nil
 }

@@ -15,11 +15,11 @@ const linkColumns = `id, token_hash, bucket, object_key, version_id, size, etag,
   created_at, delivery, confirm, session_ttl_ms, session_byte_budget,
   session_max_concurrency, idempotency_key, sha256, retries`
 
-func scanLink(r rowScanner) (*ledger.Link, error) {
+func scanLink(r RowScanner) (*ledger.Link, error) {
 	var (
 		l                             ledger.Link
-		lastMod, expires, revoked, at timeCol
-		account, idem, sum            nullStr
+		lastMod, expires, revoked, at TimeCol
+		account, idem, sum            NullStr
 		confirm                       bool
 		ttlMS                         int64
 	)
@@ -35,7 +35,7 @@ func scanLink(r rowScanner) (*ledger.Link, error) {
 	}
 	l.Object.LastModified = lastMod.T
 	l.AccountID, l.IdempotencyKey, l.Object.SHA256 = string(account), string(idem), string(sum)
-	l.ExpiresAt, l.RevokedAt, l.CreatedAt = expires.T, revoked.ptr(), at.T
+	l.ExpiresAt, l.RevokedAt, l.CreatedAt = expires.T, revoked.Ptr(), at.T
 	l.Confirm = confirm
 	l.Session.TTL = time.Duration(ttlMS) * time.Millisecond
 	return &l, nil
@@ -49,31 +49,31 @@ func (s *DB) LinkCreate(ctx context.Context, l *ledger.Link) (*ledger.Link, bool
 	if err := l.Validate(); err != nil {
 		return nil, false, err
 	}
-	if !storable(l.ExpiresAt) {
+	if !Storable(l.ExpiresAt) {
 		// SQLite would store it; MySQL's DATETIME would refuse it with a
 		// server error. Both refuse it the same way instead.
-		return nil, false, fmt.Errorf("%w: expiry outside %v..%v", ledger.ErrInvalid, storableMin, storableMax)
+		return nil, false, fmt.Errorf("%w: expiry outside %v..%v", ledger.ErrInvalid, StorableMin, StorableMax)
 	}
 	a, err := actorOf(ctx)
 	if err != nil {
 		return nil, false, err
 	}
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	in := *l
 	in.ExpiresAt = ledger.Micro(in.ExpiresAt)
-	in.CreatedAt = s.now()
+	in.CreatedAt = s.Stamp()
 	if !in.Object.LastModified.IsZero() {
 		in.Object.LastModified = ledger.Micro(in.Object.LastModified)
 	}
 	var lastMod any
 	if !in.Object.LastModified.IsZero() {
-		lastMod = s.t(in.Object.LastModified)
+		lastMod = s.TimeArg(in.Object.LastModified)
 	}
 	// One transaction, so that link.created, the event and the audit
 	// entry, exists exactly when the link does.
-	err = s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		recorded, err := s.pinStored(ctx, tx, in.Object, s.t(in.CreatedAt))
+	err = s.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		recorded, err := s.pinStored(ctx, tx, in.Object, s.TimeArg(in.CreatedAt))
 		if err != nil {
 			return err
 		}
@@ -83,10 +83,10 @@ func (s *DB) LinkCreate(ctx context.Context, l *ledger.Link) (*ledger.Link, bool
 		_, err = tx.ExecContext(ctx, `INSERT INTO links (`+linkColumns+`)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			in.ID, in.TokenHash, in.Object.Bucket, in.Object.Key, in.Object.VersionID, in.Object.Size,
-			in.Object.ETag, in.Object.ContentType, lastMod, in.Filename, orNull(in.AccountID),
-			in.Allowance, in.Remaining, s.t(in.ExpiresAt), s.t(in.CreatedAt), in.Delivery, in.Confirm,
+			in.Object.ETag, in.Object.ContentType, lastMod, in.Filename, OrNull(in.AccountID),
+			in.Allowance, in.Remaining, s.TimeArg(in.ExpiresAt), s.TimeArg(in.CreatedAt), in.Delivery, in.Confirm,
 			in.Session.TTL.Milliseconds(), in.Session.ByteBudget, in.Session.MaxConcurrency,
-			orNull(in.IdempotencyKey), orNull(in.Object.SHA256), in.Retries)
+			OrNull(in.IdempotencyKey), OrNull(in.Object.SHA256), in.Retries)
 		if err != nil {
 			return err
 		}
@@ -101,13 +101,13 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, 
 	if err == nil {
 		return &in, true, nil
 	}
-	if in.IdempotencyKey == "" || !s.d.IsDuplicate(err) {
+	if in.IdempotencyKey == "" || !s.D.IsDuplicate(err) {
 		return nil, false, err
 	}
-	prev, err := scanLink(s.db.QueryRowContext(ctx,
+	prev, err := scanLink(s.Pool.QueryRowContext(ctx,
 		`SELECT `+linkColumns+` FROM links WHERE idempotency_key = ?`, in.IdempotencyKey))
 	if err != nil {
-		return nil, false, s.classify(err)
+		return nil, false, s.Classify(err)
 	}
 	if prev.Object.Bucket != in.Object.Bucket || prev.Object.Key != in.Object.Key ||
 		prev.Allowance != in.Allowance || prev.Delivery != in.Delivery || prev.AccountID != in.AccountID ||
@@ -119,15 +119,15 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, 
 
 // LinkGetByTokenHash returns the link whatever its state. Errors: ErrNotFound.
 func (s *DB) LinkGetByTokenHash(ctx context.Context, hash []byte) (*ledger.Link, error) {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	var now timeCol
-	l, err := scanLink(withNow(s.db.QueryRowContext(ctx,
-		s.q(`SELECT `+linkColumns+`, {now} FROM links WHERE token_hash = ?`), s.dbNow(), hash), &now))
+	var now TimeCol
+	l, err := scanLink(WithNow(s.Pool.QueryRowContext(ctx,
+		s.Q(`SELECT `+linkColumns+`, {now} FROM links WHERE token_hash = ?`), s.DBNow(), hash), &now))
 	if err == nil {
 		l.ReadAt = now.T
 	}
-	return l, s.classify(err)
+	return l, s.Classify(err)
 }
 
 func (s *DB) linkByID(ctx context.Context, q interface {
@@ -139,17 +139,17 @@ func (s *DB) linkByID(ctx context.Context, q interface {
 // LinkGet returns the link with its grant counts (by status and by
 // delivery status) and live sessions. Errors: ErrNotFound.
 func (s *DB) LinkGet(ctx context.Context, id string) (*ledger.LinkStatus, error) {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	l, err := s.linkByID(ctx, s.db, id)
+	l, err := s.linkByID(ctx, s.Pool, id)
 	if err != nil {
-		return nil, s.classify(err)
+		return nil, s.Classify(err)
 	}
 	st := newLinkStatus(l)
-	rows, err := s.db.QueryContext(ctx, `SELECT status, delivery_status, COUNT(*) FROM grants WHERE link_id = ?
+	rows, err := s.Pool.QueryContext(ctx, `SELECT status, delivery_status, COUNT(*) FROM grants WHERE link_id = ?
 GROUP BY status, delivery_status`, id)
 	if err != nil {
-		return nil, s.classify(err)
+		return nil, s.Classify(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -159,18 +159,18 @@ GROUP BY status, delivery_status`, id)
 			n        int
 		)
 		if err := rows.Scan(&status, &delivery, &n); err != nil {
-			return nil, s.classify(err)
+			return nil, s.Classify(err)
 		}
 		countGrants(st, status, delivery, n)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.classify(err)
+		return nil, s.Classify(err)
 	}
-	err = s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM sessions
+	err = s.Pool.QueryRowContext(ctx, s.Q(`SELECT COUNT(*) FROM sessions
 WHERE link_id = ? AND revoked_at IS NULL AND ended_at IS NULL AND expires_at > {now}`),
-		id, s.dbNow()).Scan(&st.ActiveSessions)
+		id, s.DBNow()).Scan(&st.ActiveSessions)
 	if err != nil {
-		return nil, s.classify(err)
+		return nil, s.Classify(err)
 	}
 	return st, nil
 }
@@ -187,14 +187,14 @@ func (s *DB) LinkRevoke(ctx context.Context, id string) error {
 		return err
 	}
 	defer s.forgetRefusal(id)
-	stamp := s.now()
-	now := s.t(stamp)
-	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	stamp := s.Stamp()
+	now := s.TimeArg(stamp)
+	return s.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE links SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, now, id)
 		if err != nil {
 			return err
 		}
-		revoked, err := affected(res)
+		revoked, err := Affected(res)
 		if err != nil {
 			return err
 		} else if revoked == 0 {
@@ -210,7 +210,7 @@ func (s *DB) LinkRevoke(ctx context.Context, id string) error {
 		// The sessions this revocation ends: those still live. One that
 		// expired before is the sweeper's to end, as expired.
 		err = s.interrupt(ctx, tx, stamp, `s.link_id = ? AND s.revoked_at IS NULL AND s.ended_at IS NULL AND s.expires_at > {now}`,
-			[]any{id, s.dbNow()}, func(endedSession) string { return ledger.InterruptedRevoked })
+			[]any{id, s.DBNow()}, func(endedSession) string { return ledger.InterruptedRevoked })
 		if err != nil {
 			return err
 		}
@@ -218,7 +218,7 @@ func (s *DB) LinkRevoke(ctx context.Context, id string) error {
 		if err != nil || revoked == 0 {
 			return err
 		}
-		sessions, err := affected(res)
+		sessions, err := Affected(res)
 		if err != nil {
 			return err
 		}

@@ -27,7 +27,7 @@ func (s *DB) LinkList(ctx context.Context, q ledger.ListQuery) (ledger.LinkPage,
 	if err != nil {
 		return ledger.LinkPage{}, err
 	}
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	// The inner query reads ids only, from an index that holds every
 	// column it filters on, so it is a range scan starting at the cursor.
@@ -35,27 +35,27 @@ func (s *DB) LinkList(ctx context.Context, q ledger.ListQuery) (ledger.LinkPage,
 	// from the newest link down to the cursor: page n would cost n pages.
 	// The outer join then fetches at most limit+1 rows by primary key.
 	// One row more than the page tells whether there is a next page.
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+linkColumns+` FROM (
+	rows, err := s.Pool.QueryContext(ctx, s.Q(`SELECT `+linkColumns+` FROM (
   SELECT id AS page_id FROM links`+where+`
   ORDER BY created_at DESC, id DESC LIMIT ?
 ) page JOIN links ON links.id = page.page_id`), append(args, limit+1)...)
 	if err != nil {
-		return ledger.LinkPage{}, s.classify(err)
+		return ledger.LinkPage{}, s.Classify(err)
 	}
 	defer rows.Close()
 	var page ledger.LinkPage
 	for rows.Next() {
 		l, err := scanLink(rows)
 		if err != nil {
-			return ledger.LinkPage{}, s.classify(err)
+			return ledger.LinkPage{}, s.Classify(err)
 		}
 		page.Links = append(page.Links, *newLinkStatus(l))
 	}
 	if err := rows.Err(); err != nil {
-		return ledger.LinkPage{}, s.classify(err)
+		return ledger.LinkPage{}, s.Classify(err)
 	}
 	rows.Close()
-	page.Links, page.Next = pageOf(page.Links, limit, false, func(l *ledger.LinkStatus) (time.Time, string) { return l.CreatedAt, l.ID })
+	page.Links, page.Next = PageOf(page.Links, limit, false, func(l *ledger.LinkStatus) (time.Time, string) { return l.CreatedAt, l.ID })
 	if err := s.countPage(ctx, page.Links); err != nil {
 		return ledger.LinkPage{}, err
 	}
@@ -82,34 +82,34 @@ func (s *DB) listWhere(q ledger.ListQuery) (string, []any, error) {
 	case ledger.StateRevoked:
 		conds = append(conds, "is_revoked = 1")
 	case ledger.StateExpired:
-		conds, args = append(conds, "is_revoked = 0 AND expires_at <= {now}"), append(args, s.dbNow())
+		conds, args = append(conds, "is_revoked = 0 AND expires_at <= {now}"), append(args, s.DBNow())
 	case ledger.StateExhausted:
-		conds, args = append(conds, "is_revoked = 0 AND expires_at > {now} AND remaining = 0"), append(args, s.dbNow())
+		conds, args = append(conds, "is_revoked = 0 AND expires_at > {now} AND remaining = 0"), append(args, s.DBNow())
 	case ledger.StateActive:
-		conds, args = append(conds, "is_revoked = 0 AND expires_at > {now} AND remaining > 0"), append(args, s.dbNow())
+		conds, args = append(conds, "is_revoked = 0 AND expires_at > {now} AND remaining > 0"), append(args, s.DBNow())
 	default:
 		return "", nil, fmt.Errorf("%w: unknown link state %q", ledger.ErrInvalid, q.State)
 	}
 	if !q.CreatedAfter.IsZero() {
 		// Stored times are whole microseconds: "after t" is "after t
 		// truncated".
-		conds, args = append(conds, "created_at > ?"), append(args, s.t(clampTime(q.CreatedAfter)))
+		conds, args = append(conds, "created_at > ?"), append(args, s.TimeArg(ClampTime(q.CreatedAfter)))
 	}
 	if !q.CreatedBefore.IsZero() {
 		// …and "before t" is "before t rounded up to the microsecond".
-		before := clampTime(q.CreatedBefore)
+		before := ClampTime(q.CreatedBefore)
 		if ledger.Micro(before).Before(before) {
 			before = before.Add(time.Microsecond)
 		}
-		conds, args = append(conds, "created_at < ?"), append(args, s.t(before))
+		conds, args = append(conds, "created_at < ?"), append(args, s.TimeArg(before))
 	}
 	if q.Cursor != "" {
-		at, id, err := decodeCursor(q.Cursor)
+		at, id, err := DecodeCursor(q.Cursor)
 		if err != nil {
 			return "", nil, err
 		}
 		conds = append(conds, "(created_at < ? OR (created_at = ? AND id < ?))")
-		args = append(args, s.t(at), s.t(at), id)
+		args = append(args, s.TimeArg(at), s.TimeArg(at), id)
 	}
 	if len(conds) == 0 {
 		return "", nil, nil
@@ -138,12 +138,12 @@ UNION ALL
 SELECT 'session', link_id, '', '', COUNT(*) FROM sessions
 WHERE link_id IN (` + in + `) AND revoked_at IS NULL AND ended_at IS NULL AND expires_at > {now}
 GROUP BY link_id`
-	args := append(append(append(make([]any, 0, 2*len(ids)+1), ids...), ids...), s.dbNow())
+	args := append(append(append(make([]any, 0, 2*len(ids)+1), ids...), ids...), s.DBNow())
 	// Not through s.q: the text varies with the page size.
-	query = strings.ReplaceAll(query, "{now}", s.d.NowSQL)
-	rows, err := s.db.QueryContext(ctx, query, args...)
+	query = strings.ReplaceAll(query, "{now}", s.D.NowSQL)
+	rows, err := s.Pool.QueryContext(ctx, query, args...)
 	if err != nil {
-		return s.classify(err)
+		return s.Classify(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -153,7 +153,7 @@ GROUP BY link_id`
 			n                int
 		)
 		if err := rows.Scan(&kind, &id, &status, &delivery, &n); err != nil {
-			return s.classify(err)
+			return s.Classify(err)
 		}
 		st := byID[id]
 		switch {
@@ -164,5 +164,5 @@ GROUP BY link_id`
 			countGrants(st, status, delivery, n)
 		}
 	}
-	return s.classify(rows.Err())
+	return s.Classify(rows.Err())
 }

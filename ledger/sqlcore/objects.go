@@ -39,12 +39,12 @@ type objectRow struct {
 	decidedBy *ledger.Actor
 }
 
-func scanObject(r rowScanner) (*objectRow, error) {
+func scanObject(r RowScanner) (*objectRow, error) {
 	var (
 		o                                        objectRow
-		stored, deleted, check, linked, released timeCol
+		stored, deleted, check, linked, released TimeCol
 		state                                    string
-		sum, byID, byName                        nullStr
+		sum, byID, byName                        NullStr
 	)
 	err := r.Scan(&o.Bucket, &o.Key, &o.VersionID, &o.Size, &o.ETag, &o.ContentType, &stored,
 		&state, &o.Attempts, &deleted, &check, &linked, &released, &sum, &byID, &byName)
@@ -55,7 +55,7 @@ func scanObject(r rowScanner) (*objectRow, error) {
 		return nil, err
 	}
 	o.State, o.SHA256 = ledger.ObjectState(state), string(sum)
-	o.StoredAt, o.DeletedAt = stored.T, deleted.ptr()
+	o.StoredAt, o.DeletedAt = stored.T, deleted.Ptr()
 	o.checkAt, o.linkedAt, o.released = check.T, linked.T, released.T
 	if byID != "" {
 		o.decidedBy = &ledger.Actor{KeyID: string(byID), KeyName: string(byName)}
@@ -80,20 +80,20 @@ func (s *DB) ObjectRecord(ctx context.Context, o ledger.Object) error {
 	if err != nil {
 		return err
 	}
-	stamp := s.now()
-	now := s.t(stamp)
+	stamp := s.Stamp()
+	now := s.TimeArg(stamp)
 	h := versionHash(o)
-	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		// check_at = stored_at: retention looks at a new version at once
 		// and then schedules it (see DeletionClaim).
 		_, err := tx.ExecContext(ctx, `INSERT INTO objects (version_hash, bucket, object_key, version_id, size, etag,
   content_type, stored_at, state, check_at, sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'stored', ?, ?)`,
-			h, o.Bucket, o.Key, o.VersionID, o.Size, o.ETag, o.ContentType, now, now, orNull(o.SHA256))
-		if err != nil && s.d.IsDuplicate(err) {
+			h, o.Bucket, o.Key, o.VersionID, o.Size, o.ETag, o.ContentType, now, now, OrNull(o.SHA256))
+		if err != nil && s.D.IsDuplicate(err) {
 			_, err = tx.ExecContext(ctx, `UPDATE objects SET size = ?, etag = ?, content_type = ?, stored_at = ?,
   state = 'stored', check_at = ?, decided_at = NULL, attempts = 0, last_error = NULL, deleted_at = NULL, sha256 = ?,
   decided_by_key_id = NULL, decided_by_key_name = NULL
-WHERE version_hash = ?`, o.Size, o.ETag, o.ContentType, now, now, orNull(o.SHA256), h)
+WHERE version_hash = ?`, o.Size, o.ETag, o.ContentType, now, now, OrNull(o.SHA256), h)
 		}
 		if err != nil {
 			return err
@@ -106,12 +106,12 @@ WHERE version_hash = ?`, o.Size, o.ETag, o.ContentType, now, now, orNull(o.SHA25
 // ObjectGet returns the record of a version the gateway stored.
 // Errors: ErrNotFound, ErrUnavailable.
 func (s *DB) ObjectGet(ctx context.Context, bucket, key, versionID string) (*ledger.StoredObject, error) {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	o, err := scanObject(s.db.QueryRowContext(ctx, `SELECT `+objectColumns+` FROM objects WHERE version_hash = ?`,
+	o, err := scanObject(s.Pool.QueryRowContext(ctx, `SELECT `+objectColumns+` FROM objects WHERE version_hash = ?`,
 		versionHash(ledger.Object{Bucket: bucket, Key: key, VersionID: versionID})))
 	if err != nil {
-		return nil, s.classify(err)
+		return nil, s.Classify(err)
 	}
 	return &o.StoredObject, nil
 }
@@ -134,13 +134,13 @@ func (s *DB) pinStored(ctx context.Context, tx *sql.Tx, o ledger.Object, now any
 	if err != nil {
 		return "", err
 	}
-	if n, err := affected(res); err != nil {
+	if n, err := Affected(res); err != nil {
 		return "", err
 	} else if n > 0 {
-		var sum nullStr
+		var sum NullStr
 		err := tx.QueryRowContext(ctx, `SELECT sha256 FROM objects WHERE version_hash = ? AND size = ? AND etag = ?`,
 			h, o.Size, o.ETag).Scan(&sum)
-		if isNoRows(err) {
+		if IsNoRows(err) {
 			return "", nil
 		}
 		return string(sum), err
@@ -148,7 +148,7 @@ func (s *DB) pinStored(ctx context.Context, tx *sql.Tx, o ledger.Object, now any
 	var state string
 	err = tx.QueryRowContext(ctx, `SELECT state FROM objects WHERE version_hash = ?`, h).Scan(&state)
 	switch {
-	case isNoRows(err):
+	case IsNoRows(err):
 		return "", nil
 	case err != nil:
 		return "", err
@@ -164,34 +164,34 @@ func (s *DB) pinStored(ctx context.Context, tx *sql.Tx, o ledger.Object, now any
 // ErrNotFound, ErrUnavailable.
 func (s *DB) DeletionFinish(ctx context.Context, d ledger.Deletion, failure error) error {
 	h := versionHash(d.Object)
-	now := s.now()
-	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	now := s.Stamp()
+	return s.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var res sql.Result
 		var err error
 		if failure == nil {
 			// check_at keeps when the tombstone was made, by the clock
 			// the audit retention reads.
-			res, err = tx.ExecContext(ctx, s.q(`UPDATE objects SET state = 'deleted', deleted_at = ?, check_at = {now},
-  last_error = NULL WHERE version_hash = ? AND state = 'deleting'`), s.t(now), s.dbNow(), h)
-			if n, aerr := affected(res); err == nil && aerr == nil && n > 0 {
+			res, err = tx.ExecContext(ctx, s.Q(`UPDATE objects SET state = 'deleted', deleted_at = ?, check_at = {now},
+  last_error = NULL WHERE version_hash = ? AND state = 'deleting'`), s.TimeArg(now), s.DBNow(), h)
+			if n, aerr := Affected(res); err == nil && aerr == nil && n > 0 {
 				return s.enqueue(ctx, tx, ledger.Event{Type: ledger.EventObjectDeleted, Timestamp: now, Data: ledger.EventData{
 					Object: ledger.EventObjectOf(d.Object),
 					Actor:  ledger.EventActorOf(d.DecidedBy)}})
 			}
 		} else {
 			retry := ledger.DeletionBackoff(d.Attempts + 1)
-			res, err = tx.ExecContext(ctx, s.q(`UPDATE objects SET attempts = attempts + 1, last_error = ?,
+			res, err = tx.ExecContext(ctx, s.Q(`UPDATE objects SET attempts = attempts + 1, last_error = ?,
   check_at = {now+} WHERE version_hash = ? AND state = 'deleting'`),
-				clip(failure.Error(), 1000), s.dbNow(), retry.Microseconds(), h)
+				clip(failure.Error(), 1000), s.DBNow(), retry.Microseconds(), h)
 		}
 		if err != nil {
 			return err
 		}
-		if n, err := affected(res); err != nil || n > 0 {
+		if n, err := Affected(res); err != nil || n > 0 {
 			return err
 		}
 		var one int
-		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM objects WHERE version_hash = ?`, h).Scan(&one); isNoRows(err) {
+		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM objects WHERE version_hash = ?`, h).Scan(&one); IsNoRows(err) {
 			return ledger.ErrNotFound
 		} else if err != nil {
 			return err
@@ -218,8 +218,8 @@ func clip(s string, n int) string {
 // not one statement's WHERE clause, but it is still the database's clock
 // that judges it, never a process's.
 func (s *DB) txNow(ctx context.Context, tx *sql.Tx) (time.Time, error) {
-	var now timeCol
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT {now}`), s.dbNow()).Scan(&now); err != nil {
+	var now TimeCol
+	if err := tx.QueryRowContext(ctx, s.Q(`SELECT {now}`), s.DBNow()).Scan(&now); err != nil {
 		return time.Time{}, err
 	}
 	return now.T, nil
@@ -228,14 +228,14 @@ func (s *DB) txNow(ctx context.Context, tx *sql.Tx) (time.Time, error) {
 // lease hands row out until now + ledger.DeletionLease.
 func (s *DB) lease(ctx context.Context, tx *sql.Tx, row *objectRow, now time.Time) error {
 	_, err := tx.ExecContext(ctx, `UPDATE objects SET check_at = ? WHERE version_hash = ?`,
-		s.t(capTime(now.Add(ledger.DeletionLease))), versionHash(row.Object))
+		s.TimeArg(capTime(now.Add(ledger.DeletionLease))), versionHash(row.Object))
 	return err
 }
 
 // capTime keeps a computed time within what every backend stores.
 func capTime(t time.Time) time.Time {
-	if t.After(storableMax) {
-		return storableMax
+	if t.After(StorableMax) {
+		return StorableMax
 	}
 	return t
 }

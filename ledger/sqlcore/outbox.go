@@ -41,13 +41,13 @@ func (s *DB) enqueueAll(ctx context.Context, tx *sql.Tx, evs ...ledger.Event) er
 	link := evs[0].Data.LinkID
 	var first int64
 	if link != "" {
-		last, err := s.d.LinkSeq(ctx, tx, link, len(evs))
+		last, err := s.D.LinkSeq(ctx, tx, link, len(evs))
 		if err != nil {
 			return fmt.Errorf("sqlcore: event sequence of link %s: %w", link, err)
 		}
 		first = last - int64(len(evs)) + 1
 	}
-	created := s.now()
+	created := s.Stamp()
 	var b strings.Builder
 	b.WriteString(`INSERT INTO webhook_outbox
   (event_id, link_id, link_seq, event_type, payload, created_at, next_attempt_at) VALUES `)
@@ -72,9 +72,9 @@ func (s *DB) enqueueAll(ctx context.Context, tx *sql.Tx, evs ...ledger.Event) er
 			b.WriteString(", ")
 		}
 		b.WriteString("(?, ?, ?, ?, ?, ?, {now})")
-		args = append(args, newID(), orNull(link), seq, e.Type, string(body), s.t(created), s.dbNow())
+		args = append(args, NewID(), OrNull(link), seq, e.Type, string(body), s.TimeArg(created), s.DBNow())
 	}
-	_, err := tx.ExecContext(ctx, s.q(b.String()), args...)
+	_, err := tx.ExecContext(ctx, s.Q(b.String()), args...)
 	return err
 }
 
@@ -84,7 +84,7 @@ func linkEvent(typ string, l *ledger.Link, at time.Time, a *ledger.Actor) ledger
 	expires := l.ExpiresAt
 	return ledger.Event{Type: typ, Timestamp: at, Data: ledger.EventData{
 		Actor:  ledger.EventActorOf(a),
-		LinkID: l.ID, AccountID: l.AccountID, Downloads: ptr(l.Allowance), Remaining: ptr(l.Remaining),
+		LinkID: l.ID, AccountID: l.AccountID, Downloads: Ptr(l.Allowance), Remaining: Ptr(l.Remaining),
 		Delivery: l.Delivery, Filename: l.Filename, ExpiresAt: &expires,
 		Object: ledger.EventObjectOf(l.Object),
 	}}
@@ -98,9 +98,9 @@ func (s *DB) enqueueRefund(ctx context.Context, tx *sql.Tx, grantID string) erro
 	}
 	var (
 		d                     ledger.EventData
-		account, session, sum nullStr
+		account, session, sum NullStr
 		allowance, remaining  int
-		expires, at           timeCol
+		expires, at           TimeCol
 	)
 	err := tx.QueryRowContext(ctx, `SELECT g.link_id, g.account_id, g.client, g.kind, g.session_id,
   g.refunded_at, l.allowance, l.remaining, l.expires_at, l.sha256
@@ -110,7 +110,7 @@ FROM grants g JOIN links l ON l.id = g.link_id WHERE g.id = ?`, grantID).Scan(
 		return err
 	}
 	d.GrantID, d.AccountID, d.SessionID, d.SHA256 = grantID, string(account), string(session), string(sum)
-	d.Downloads, d.Remaining, d.ExpiresAt = ptr(allowance), ptr(remaining), &expires.T
+	d.Downloads, d.Remaining, d.ExpiresAt = Ptr(allowance), Ptr(remaining), &expires.T
 	return s.enqueue(ctx, tx, ledger.Event{Type: ledger.EventGrantRefunded, Timestamp: at.T, Data: d})
 }
 
@@ -122,8 +122,8 @@ func deliveryEvent(typ string, g *ledger.Grant, size int64, reason string, at ti
 	d := g.Delivery
 	return ledger.Event{Type: typ, Timestamp: at, Data: ledger.EventData{
 		LinkID: g.LinkID, GrantID: g.ID, SessionID: g.SessionID, AccountID: g.AccountID, Client: g.Client,
-		Kind: g.Kind, Size: ptr(size), BytesAcked: ptr(d.BytesAcked), Coverage: ptr(d.Coverage),
-		Attempts: ptr(d.Attempts), Measured: ptr(d.Measured), DeliveredAt: d.DeliveredAt, Reason: reason,
+		Kind: g.Kind, Size: Ptr(size), BytesAcked: Ptr(d.BytesAcked), Coverage: Ptr(d.Coverage),
+		Attempts: Ptr(d.Attempts), Measured: Ptr(d.Measured), DeliveredAt: d.DeliveredAt, Reason: reason,
 	}}
 }
 
@@ -192,14 +192,14 @@ ORDER BY next_attempt_at, seq LIMIT ?`
 // order of different indexes. Any other failure is not retried, a failed
 // COMMIT included; the deliverer comes back on its next round.
 func (s *DB) outboxTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	err := s.retry(ctx, func() error { return s.tryTx(ctx, s.d.SweepTx, fn) })
-	var ce *commitError
+	err := s.Retry(ctx, func() error { return s.TryTx(ctx, s.D.SweepTx, fn) })
+	var ce *CommitError
 	if errors.As(err, &ce) {
 		err = ce.err
 	}
-	return s.classify(err)
+	return s.Classify(err)
 }
 
 // EventClaim leases up to limit due events to holder until now+lease:
@@ -219,20 +219,20 @@ func (s *DB) EventClaim(ctx context.Context, holder string, limit int, lease tim
 		if err != nil || len(cands) == 0 {
 			return err
 		}
-		id := newID()
-		in := placeholders(len(cands))
+		id := NewID()
+		in := Placeholders(len(cands))
 		seqs := make([]any, 0, len(cands))
 		for _, e := range cands {
 			seqs = append(seqs, e.Seq)
 		}
-		args := append([]any{holder, id, s.dbNow(), lease.Microseconds()}, seqs...)
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE webhook_outbox
+		args := append([]any{holder, id, s.DBNow(), lease.Microseconds()}, seqs...)
+		res, err := tx.ExecContext(ctx, s.Q(`UPDATE webhook_outbox
 SET claimed_by = ?, lease_id = ?, next_attempt_at = {now+}, attempts = attempts + 1
-WHERE seq IN `+in+` AND status = 'pending' AND next_attempt_at <= {now}`), append(args, s.dbNow())...)
+WHERE seq IN `+in+` AND status = 'pending' AND next_attempt_at <= {now}`), append(args, s.DBNow())...)
 		if err != nil {
 			return err
 		}
-		if n, err := affected(res); err != nil || n == 0 {
+		if n, err := Affected(res); err != nil || n == 0 {
 			return err
 		}
 		// What this call leased, with the attempt it made: the count may
@@ -287,7 +287,7 @@ func (s *DB) dueEvents(ctx context.Context, tx *sql.Tx, limit int) ([]ledger.Out
 		}
 	}
 	visited := 0
-	err := readRows(ctx, tx, s.q(dueWindowSQL), []any{s.dbNow(), window}, func(r rowScanner) error {
+	err := readRows(ctx, tx, s.Q(dueWindowSQL), []any{s.DBNow(), window}, func(r RowScanner) error {
 		var (
 			seq  int64
 			head int
@@ -306,7 +306,7 @@ func (s *DB) dueEvents(ctx context.Context, tx *sql.Tx, limit int) ([]ledger.Out
 	}
 	if len(seqs) < want && visited == window {
 		for _, q := range []string{dueHeadsSQL, dueUnlinkedSQL} {
-			err := readRows(ctx, tx, s.q(q), []any{s.dbNow(), want}, func(r rowScanner) error {
+			err := readRows(ctx, tx, s.Q(q), []any{s.DBNow(), want}, func(r RowScanner) error {
 				var seq int64
 				if err := r.Scan(&seq); err != nil {
 					return err
@@ -323,13 +323,13 @@ func (s *DB) dueEvents(ctx context.Context, tx *sql.Tx, limit int) ([]ledger.Out
 		return nil, nil
 	}
 	var out []ledger.OutboxEvent
-	err = readRows(ctx, tx, s.q(`SELECT `+outboxColumns+` FROM webhook_outbox
-WHERE seq IN `+placeholders(len(seqs))+` AND status = 'pending' AND next_attempt_at <= {now}
-ORDER BY next_attempt_at, seq LIMIT ?`)+s.d.skipLocked(), append(seqs, s.dbNow(), limit), func(r rowScanner) error {
+	err = readRows(ctx, tx, s.Q(`SELECT `+outboxColumns+` FROM webhook_outbox
+WHERE seq IN `+Placeholders(len(seqs))+` AND status = 'pending' AND next_attempt_at <= {now}
+ORDER BY next_attempt_at, seq LIMIT ?`)+s.D.SkipLockedSQL(), append(seqs, s.DBNow(), limit), func(r RowScanner) error {
 		var (
 			e    ledger.OutboxEvent
-			link nullStr
-			at   timeCol
+			link NullStr
+			at   TimeCol
 		)
 		if err := r.Scan(&e.Seq, &e.ID, &link, &e.Type, &e.Body, &at, &e.Attempts); err != nil {
 			return err
@@ -342,7 +342,7 @@ ORDER BY next_attempt_at, seq LIMIT ?`)+s.d.skipLocked(), append(seqs, s.dbNow()
 }
 
 // readRows runs query in tx and hands each row to scan.
-func readRows(ctx context.Context, tx *sql.Tx, query string, args []any, scan func(rowScanner) error) error {
+func readRows(ctx context.Context, tx *sql.Tx, query string, args []any, scan func(RowScanner) error) error {
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
@@ -359,26 +359,26 @@ func readRows(ctx context.Context, tx *sql.Tx, query string, args []any, scan fu
 // EventMarkDelivered marks the event delivered. Errors: ErrNotFound when
 // holder lost its lease to another deliverer.
 func (s *DB) EventMarkDelivered(ctx context.Context, seq int64, holder string) error {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	res, err := s.exec(ctx, `UPDATE webhook_outbox
+	res, err := s.Exec(ctx, `UPDATE webhook_outbox
 SET status = 'delivered', finished_at = ?, claimed_by = NULL
-WHERE seq = ? AND claimed_by = ? AND status = 'pending'`, s.t(s.now()), seq, holder)
+WHERE seq = ? AND claimed_by = ? AND status = 'pending'`, s.TimeArg(s.Stamp()), seq, holder)
 	return lostLease(res, err)
 }
 
 // EventMarkFailed records a failed attempt; the event is due again after
 // retryIn. Errors: ErrNotFound when holder lost its lease.
 func (s *DB) EventMarkFailed(ctx context.Context, seq int64, holder, reason string, retryIn time.Duration) error {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	if len(reason) > 1024 {
 		reason = reason[:1024]
 	}
-	res, err := s.exec(ctx, s.q(`UPDATE webhook_outbox
+	res, err := s.Exec(ctx, s.Q(`UPDATE webhook_outbox
 SET next_attempt_at = {now+}, claimed_by = NULL, last_error = ?
 WHERE seq = ? AND claimed_by = ? AND status = 'pending'`),
-		s.dbNow(), max(retryIn, 0).Microseconds(), reason, seq, holder)
+		s.DBNow(), max(retryIn, 0).Microseconds(), reason, seq, holder)
 	return lostLease(res, err)
 }
 
@@ -386,7 +386,7 @@ func lostLease(res sql.Result, err error) error {
 	if err != nil {
 		return err
 	}
-	n, err := affected(res)
+	n, err := Affected(res)
 	if err != nil {
 		return err
 	}
@@ -402,15 +402,15 @@ func lostLease(res sql.Result, err error) error {
 func (s *DB) EventExpire(ctx context.Context, maxAge time.Duration, limit int) (int, error) {
 	return s.finishBatch(ctx,
 		`status = 'pending' AND created_at <= {now+} AND (claimed_by IS NULL OR next_attempt_at <= {now})`,
-		[]any{s.dbNow(), -maxAge.Microseconds(), s.dbNow()}, max(limit, 1),
-		`UPDATE webhook_outbox SET status = 'dead', finished_at = ?, claimed_by = NULL`, s.t(s.now()))
+		[]any{s.DBNow(), -maxAge.Microseconds(), s.DBNow()}, max(limit, 1),
+		`UPDATE webhook_outbox SET status = 'dead', finished_at = ?, claimed_by = NULL`, s.TimeArg(s.Stamp()))
 }
 
 // EventPurge deletes up to limit delivered or dead events created keep
 // or longer ago.
 func (s *DB) EventPurge(ctx context.Context, keep time.Duration, limit int) (int, error) {
 	return s.finishBatch(ctx, `status IN ('delivered', 'dead') AND created_at <= {now+}`,
-		[]any{s.dbNow(), -keep.Microseconds()}, max(limit, 1), `DELETE FROM webhook_outbox`)
+		[]any{s.DBNow(), -keep.Microseconds()}, max(limit, 1), `DELETE FROM webhook_outbox`)
 }
 
 // finishBatch picks at most limit events that meet where (oldest first)
@@ -424,8 +424,8 @@ func (s *DB) finishBatch(ctx context.Context, where string, whereArgs []any, lim
 	var n int
 	err := s.outboxTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		n = 0
-		rows, err := tx.QueryContext(ctx, s.q(`SELECT seq FROM webhook_outbox WHERE `+where+
-			` ORDER BY created_at LIMIT ?`)+s.d.skipLocked(), append(append([]any(nil), whereArgs...), limit)...)
+		rows, err := tx.QueryContext(ctx, s.Q(`SELECT seq FROM webhook_outbox WHERE `+where+
+			` ORDER BY created_at LIMIT ?`)+s.D.SkipLockedSQL(), append(append([]any(nil), whereArgs...), limit)...)
 		if err != nil {
 			return err
 		}
@@ -446,11 +446,11 @@ func (s *DB) finishBatch(ctx context.Context, where string, whereArgs []any, lim
 			return nil
 		}
 		args := append(append(append([]any(nil), changeArgs...), seqs...), whereArgs...)
-		res, err := tx.ExecContext(ctx, s.q(change+` WHERE seq IN `+placeholders(len(seqs))+` AND `+where), args...)
+		res, err := tx.ExecContext(ctx, s.Q(change+` WHERE seq IN `+Placeholders(len(seqs))+` AND `+where), args...)
 		if err != nil {
 			return err
 		}
-		k, err := affected(res)
+		k, err := Affected(res)
 		n = int(k)
 		return err
 	})
@@ -463,13 +463,13 @@ func (s *DB) finishBatch(ctx context.Context, where string, whereArgs []any, lim
 // OutboxAge returns how long the oldest pending event has waited, by the
 // database's clock; 0 when none is pending.
 func (s *DB) OutboxAge(ctx context.Context) (time.Duration, error) {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	var oldest, now timeCol
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT MIN(created_at), {now} FROM webhook_outbox WHERE status = 'pending'`),
-		s.dbNow()).Scan(&oldest, &now)
+	var oldest, now TimeCol
+	err := s.Pool.QueryRowContext(ctx, s.Q(`SELECT MIN(created_at), {now} FROM webhook_outbox WHERE status = 'pending'`),
+		s.DBNow()).Scan(&oldest, &now)
 	if err != nil {
-		return 0, s.classify(err)
+		return 0, s.Classify(err)
 	}
 	if !oldest.Valid || !now.T.After(oldest.T) {
 		return 0, nil

@@ -97,7 +97,7 @@ func (s *DB) writeRecords(batch []*pendingRecord) {
 	case len(batch) > 1 && !s.Webhooks:
 		err = s.writeRecordsAtOnce(ctx, batch, outcomes)
 	case len(batch) > 1:
-		err = s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err = s.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			for i, p := range batch {
 				err := s.recordInTx(ctx, tx, p.r)
 				if err != nil && !errors.Is(err, ledger.ErrNotFound) && !errors.Is(err, ledger.ErrInvalid) {
@@ -127,9 +127,9 @@ func (s *DB) writeRecords(batch []*pendingRecord) {
 // transaction, as one query where the dialect batches (claimTx). It
 // returns the error of the write, after which each is written alone.
 func (s *DB) writeRecordsAtOnce(ctx context.Context, batch []*pendingRecord, outcomes []error) error {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	if s.d.JoinedUpdate {
+	if s.D.JoinedUpdate {
 		return s.writeRecordsJoined(ctx, batch, outcomes)
 	}
 	var counts []int64
@@ -172,13 +172,13 @@ func (s *DB) writeRecordsJoined(ctx context.Context, batch []*pendingRecord, out
 	args := make([]any, 0, 7*len(idx))
 	for _, i := range idx {
 		r := batch[i].r
-		args = append(args, r.d.GrantID, r.d.BytesAcked, r.d.Size, s.t(r.at), r.d.Measured, r.keys, r.d.Attempt)
+		args = append(args, r.d.GrantID, r.d.BytesAcked, r.d.Size, s.TimeArg(r.at), r.d.Measured, r.keys, r.d.Attempt)
 	}
-	res, err := s.exec(ctx, recordStreamsSQL(len(idx)), args...)
+	res, err := s.Exec(ctx, recordStreamsSQL(len(idx)), args...)
 	if err != nil {
 		return err
 	}
-	n, err := affected(res)
+	n, err := Affected(res)
 	if err != nil {
 		return err
 	}
@@ -242,7 +242,7 @@ func (s *DB) explainRecords(ctx context.Context, batch []*pendingRecord, idx []i
 	for j, i := range idx {
 		ids[j] = batch[i].r.d.GrantID
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id, kind, attempts FROM grants WHERE id IN `+placeholders(len(ids)), anys(ids)...)
+	rows, err := s.Pool.QueryContext(ctx, `SELECT id, kind, attempts FROM grants WHERE id IN `+Placeholders(len(ids)), Anys(ids)...)
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ WHERE`+version, args...)
 	type link struct {
 		id               string
 		remaining        int
-		expires, revoked timeCol
+		expires, revoked TimeCol
 	}
 	var links []link
 	spent := false
@@ -87,7 +87,7 @@ WHERE`+version+` AND l.remaining <= 0 GROUP BY g.link_id`, args...)
 		for rows.Next() {
 			var (
 				id   string
-				last timeCol
+				last TimeCol
 			)
 			if err := rows.Scan(&id, &last); err != nil {
 				rows.Close()
@@ -137,7 +137,7 @@ JOIN links l ON l.id = x.link_id WHERE`+version, args...)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var expires, revoked, ended timeCol
+		var expires, revoked, ended TimeCol
 		if err := rows.Scan(&expires, &revoked, &ended); err != nil {
 			return p, err
 		}
@@ -166,11 +166,11 @@ JOIN links l ON l.id = x.link_id WHERE`+version, args...)
 // has checked that nothing live pins it.
 func (s *DB) decide(ctx context.Context, tx *sql.Tx, row *objectRow, p pinState, now, stamp time.Time, a *ledger.Actor) error {
 	for _, id := range p.exhausted {
-		res, err := tx.ExecContext(ctx, `UPDATE links SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, s.t(stamp), id)
+		res, err := tx.ExecContext(ctx, `UPDATE links SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, s.TimeArg(stamp), id)
 		if err != nil {
 			return err
 		}
-		if n, err := affected(res); err != nil {
+		if n, err := Affected(res); err != nil {
 			return err
 		} else if n > 0 {
 			if err := s.enqueueRevoked(ctx, tx, id, a); err != nil {
@@ -188,7 +188,7 @@ func (s *DB) decide(ctx context.Context, tx *sql.Tx, row *objectRow, p pinState,
 	}
 	_, err := tx.ExecContext(ctx, `UPDATE objects SET state = 'deleting', decided_at = ?, check_at = ?,
   decided_by_key_id = ?, decided_by_key_name = ? WHERE version_hash = ?`,
-		s.t(stamp), s.t(capTime(now.Add(ledger.DeletionLease))), byID, byName, versionHash(row.Object))
+		s.TimeArg(stamp), s.TimeArg(capTime(now.Add(ledger.DeletionLease))), byID, byName, versionHash(row.Object))
 	return err
 }
 
@@ -203,9 +203,9 @@ func (s *DB) DeletionClaim(ctx context.Context, retention time.Duration, limit i
 	if retention < 0 || limit < 1 {
 		return nil, fmt.Errorf("%w: retention must not be negative and limit must be at least 1", ledger.ErrInvalid)
 	}
-	stamp := s.now()
+	stamp := s.Stamp()
 	var out []ledger.Deletion
-	err := s.inTxWith(ctx, s.d.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.InTxWith(ctx, s.D.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
 		out = nil
 		now, err := s.txNow(ctx, tx)
 		if err != nil {
@@ -246,7 +246,7 @@ func (s *DB) DeletionClaim(ctx context.Context, retention time.Duration, limit i
 				}
 			}
 			if _, err := tx.ExecContext(ctx, `UPDATE objects SET check_at = ? WHERE version_hash = ?`,
-				s.t(capTime(next)), versionHash(row.Object)); err != nil {
+				s.TimeArg(capTime(next)), versionHash(row.Object)); err != nil {
 				return err
 			}
 		}
@@ -268,7 +268,7 @@ func (s *DB) DeletionClaim(ctx context.Context, retention time.Duration, limit i
 // select list lacks it.
 func (s *DB) takeObjects(ctx context.Context, tx *sql.Tx, state ledger.ObjectState, now time.Time, limit int) ([]*objectRow, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT version_hash FROM objects
-WHERE state = ? AND check_at <= ? ORDER BY check_at LIMIT ?`+s.d.skipLocked(), string(state), s.t(now), limit)
+WHERE state = ? AND check_at <= ? ORDER BY check_at LIMIT ?`+s.D.SkipLockedSQL(), string(state), s.TimeArg(now), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -287,15 +287,15 @@ WHERE state = ? AND check_at <= ? ORDER BY check_at LIMIT ?`+s.d.skipLocked(), s
 	if err := rows.Err(); err != nil || len(hashes) == 0 {
 		return nil, err
 	}
-	lease := newID()
-	in := placeholders(len(hashes))
-	args := append([]any{lease, s.t(capTime(now.Add(ledger.DeletionLease)))}, hashes...)
+	lease := NewID()
+	in := Placeholders(len(hashes))
+	args := append([]any{lease, s.TimeArg(capTime(now.Add(ledger.DeletionLease)))}, hashes...)
 	res, err := tx.ExecContext(ctx, `UPDATE objects SET lease_id = ?, check_at = ?
-WHERE version_hash IN `+in+` AND state = ? AND check_at <= ?`, append(args, string(state), s.t(now))...)
+WHERE version_hash IN `+in+` AND state = ? AND check_at <= ?`, append(args, string(state), s.TimeArg(now))...)
 	if err != nil {
 		return nil, err
 	}
-	if n, err := affected(res); err != nil || n == 0 {
+	if n, err := Affected(res); err != nil || n == 0 {
 		return nil, err
 	}
 	rows, err = tx.QueryContext(ctx, `SELECT version_hash, `+objectColumns+` FROM objects
@@ -327,7 +327,7 @@ WHERE version_hash IN `+in+` AND lease_id = ?`, append(hashes, lease)...)
 
 // prefixed scans one leading column into first, the rest as r would.
 type prefixed struct {
-	r     rowScanner
+	r     RowScanner
 	first any
 }
 
@@ -358,7 +358,7 @@ func (s *DB) LinkPurge(ctx context.Context, retention time.Duration, limit int) 
 	if retention == 0 {
 		return out, nil
 	}
-	err := s.inTxWith(ctx, s.d.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.InTxWith(ctx, s.D.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
 		out = ledger.PurgeResult{}
 		now, err := s.txNow(ctx, tx)
 		if err != nil {
@@ -393,14 +393,14 @@ func (s *DB) deadLinks(ctx context.Context, tx *sql.Tx, cutoff time.Time, limit 
 	var cands []deadLink
 	for _, col := range []string{"revoked_at", "expires_at"} {
 		rows, err := tx.QueryContext(ctx, `SELECT id, bucket, object_key, version_id, expires_at, revoked_at FROM links
-WHERE `+col+` <= ? ORDER BY `+col+` LIMIT ?`+s.d.skipLocked(), s.t(cutoff), limit)
+WHERE `+col+` <= ? ORDER BY `+col+` LIMIT ?`+s.D.SkipLockedSQL(), s.TimeArg(cutoff), limit)
 		if err != nil {
 			return nil, err
 		}
 		for rows.Next() {
 			var (
 				d                deadLink
-				expires, revoked timeCol
+				expires, revoked TimeCol
 			)
 			if err := rows.Scan(&d.id, &d.obj.Bucket, &d.obj.Key, &d.obj.VersionID, &expires, &revoked); err != nil {
 				rows.Close()
@@ -427,7 +427,7 @@ WHERE `+col+` <= ? ORDER BY `+col+` LIMIT ?`+s.d.skipLocked(), s.t(cutoff), limi
 	for i, d := range cands {
 		ids[i] = d.id
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT link_id, expires_at, revoked_at, ended_at FROM sessions WHERE link_id IN `+placeholders(len(ids)), anys(ids)...)
+	rows, err := tx.QueryContext(ctx, `SELECT link_id, expires_at, revoked_at, ended_at FROM sessions WHERE link_id IN `+Placeholders(len(ids)), Anys(ids)...)
 	if err != nil {
 		return nil, err
 	}
@@ -436,7 +436,7 @@ WHERE `+col+` <= ? ORDER BY `+col+` LIMIT ?`+s.d.skipLocked(), s.t(cutoff), limi
 	for rows.Next() {
 		var (
 			id                      string
-			expires, revoked, ended timeCol
+			expires, revoked, ended TimeCol
 		)
 		if err := rows.Scan(&id, &expires, &revoked, &ended); err != nil {
 			return nil, err
@@ -480,13 +480,13 @@ func (s *DB) purge(ctx context.Context, tx *sql.Tx, dead []deadLink) (int, error
 	ids := make([]string, len(dead))
 	for i, d := range dead {
 		ids[i] = d.id
-		died := s.t(d.died)
+		died := s.TimeArg(d.died)
 		if _, err := tx.ExecContext(ctx, `UPDATE objects SET released_at = ?
 WHERE version_hash = ? AND (released_at IS NULL OR released_at < ?)`, died, versionHash(d.obj), died); err != nil {
 			return 0, err
 		}
 	}
-	in, args := placeholders(len(ids)), anys(ids)
+	in, args := Placeholders(len(ids)), Anys(ids)
 	for _, q := range []string{
 		`DELETE FROM session_slots WHERE session_id IN (SELECT id FROM sessions WHERE link_id IN ` + in + `)`,
 		`DELETE FROM session_idempotency WHERE link_id IN ` + in,
@@ -502,7 +502,7 @@ WHERE version_hash = ? AND (released_at IS NULL OR released_at < ?)`, died, vers
 	if err != nil {
 		return 0, err
 	}
-	n, err := affected(res)
+	n, err := Affected(res)
 	return int(n), err
 }
 
@@ -512,7 +512,7 @@ WHERE version_hash = ? AND (released_at IS NULL OR released_at < ?)`, died, vers
 func (s *DB) purgeTombstones(ctx context.Context, tx *sql.Tx, cutoff time.Time, limit int) (int, error) {
 	const tombstone = `state = 'deleted' AND check_at <= ?`
 	rows, err := tx.QueryContext(ctx, `SELECT version_hash FROM objects
-WHERE `+tombstone+` ORDER BY check_at LIMIT ?`+s.d.skipLocked(), s.t(cutoff), limit)
+WHERE `+tombstone+` ORDER BY check_at LIMIT ?`+s.D.SkipLockedSQL(), s.TimeArg(cutoff), limit)
 	if err != nil {
 		return 0, err
 	}
@@ -529,12 +529,12 @@ WHERE `+tombstone+` ORDER BY check_at LIMIT ?`+s.d.skipLocked(), s.t(cutoff), li
 	if err := rows.Err(); err != nil || len(hashes) == 0 {
 		return 0, err
 	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM objects WHERE version_hash IN `+placeholders(len(hashes))+` AND `+tombstone,
-		append(hashes, s.t(cutoff))...)
+	res, err := tx.ExecContext(ctx, `DELETE FROM objects WHERE version_hash IN `+Placeholders(len(hashes))+` AND `+tombstone,
+		append(hashes, s.TimeArg(cutoff))...)
 	if err != nil {
 		return 0, err
 	}
-	n, err := affected(res)
+	n, err := Affected(res)
 	return int(n), err
 }
 
@@ -561,19 +561,19 @@ func (s *DB) purgeKeys(ctx context.Context, tx *sql.Tx, cutoff time.Time, limit 
 // final DELETE, which repeats cond, removed: a row another purger took
 // first is not counted twice.
 func (s *DB) purgeBatch(ctx context.Context, tx *sql.Tx, cutoff time.Time, limit int, table, cond string, cols []string, children ...string) (int, error) {
-	reads := make([]idRead, len(cols))
+	reads := make([]IDRead, len(cols))
 	for i, col := range cols {
-		reads[i] = idRead{`SELECT id FROM ` + table + ` WHERE ` + col + ` <= ? ORDER BY ` + col + ` LIMIT ?` + s.d.skipLocked(), []any{s.t(cutoff), limit}}
+		reads[i] = IDRead{`SELECT id FROM ` + table + ` WHERE ` + col + ` <= ? ORDER BY ` + col + ` LIMIT ?` + s.D.SkipLockedSQL(), []any{s.TimeArg(cutoff), limit}}
 	}
-	found, err := readIDs(ctx, tx, limit, reads...)
+	found, err := ReadIDs(ctx, tx, limit, reads...)
 	if err != nil {
 		return 0, err
 	}
-	ids := anys(found)
+	ids := Anys(found)
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	in := placeholders(len(ids))
+	in := Placeholders(len(ids))
 	for _, q := range children {
 		if _, err := tx.ExecContext(ctx, q+in, ids...); err != nil {
 			return 0, err
@@ -581,13 +581,13 @@ func (s *DB) purgeBatch(ctx context.Context, tx *sql.Tx, cutoff time.Time, limit
 	}
 	args := append([]any(nil), ids...)
 	for range strings.Count(cond, "?") {
-		args = append(args, s.t(cutoff))
+		args = append(args, s.TimeArg(cutoff))
 	}
 	res, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE id IN `+in+` AND `+cond, args...)
 	if err != nil {
 		return 0, err
 	}
-	n, err := affected(res)
+	n, err := Affected(res)
 	return int(n), err
 }
 
@@ -649,11 +649,11 @@ func (s *DB) DeletionBegin(ctx context.Context, bucket, key, versionID string, f
 // finished later by the sweeper, which has no actor. Handing a decided
 // deletion out again changes nothing and writes no entry.
 func (s *DB) beginDeletion(ctx context.Context, o ledger.Object, a *ledger.Actor, force bool) (*ledger.Deletion, error) {
-	stamp := s.now()
+	stamp := s.Stamp()
 	var out *ledger.Deletion
-	err := s.inTxWith(ctx, s.d.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.InTxWith(ctx, s.D.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
 		row, err := scanObject(tx.QueryRowContext(ctx, `SELECT `+objectColumns+` FROM objects
-WHERE version_hash = ?`+s.d.LockRows, versionHash(o)))
+WHERE version_hash = ?`+s.D.LockRows, versionHash(o)))
 		if err != nil {
 			return err
 		}
@@ -695,11 +695,11 @@ WHERE version_hash = ?`+s.d.LockRows, versionHash(o)))
 // have a live session: what force revokes. A plain read; the deletion's
 // own transaction checks again under lock.
 func (s *DB) pinningLinks(ctx context.Context, o ledger.Object) ([]string, error) {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	ids, err := readIDs(ctx, s.db, 0, idRead{s.q(`SELECT id FROM links l
+	ids, err := ReadIDs(ctx, s.Pool, 0, IDRead{s.Q(`SELECT id FROM links l
 WHERE object_key = ? AND bucket = ? AND version_id = ? AND revoked_at IS NULL
   AND ((expires_at > {now} AND remaining > 0) OR EXISTS (SELECT 1 FROM sessions x
-    WHERE x.link_id = l.id AND x.revoked_at IS NULL AND x.ended_at IS NULL AND x.expires_at > {now}))`), []any{o.Key, o.Bucket, o.VersionID, s.dbNow(), s.dbNow()}})
-	return ids, s.classify(err)
+    WHERE x.link_id = l.id AND x.revoked_at IS NULL AND x.ended_at IS NULL AND x.expires_at > {now}))`), []any{o.Key, o.Bucket, o.VersionID, s.DBNow(), s.DBNow()}})
+	return ids, s.Classify(err)
 }

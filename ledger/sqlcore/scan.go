@@ -7,14 +7,14 @@ import (
 	"time"
 )
 
-// timeCol scans a timestamp column of either backend: time.Time from MySQL
+// TimeCol scans a timestamp column of either backend: time.Time from MySQL
 // (parseTime=true, loc=UTC) or INTEGER microseconds from SQLite.
-type timeCol struct {
+type TimeCol struct {
 	T     time.Time
 	Valid bool
 }
 
-func (c *timeCol) Scan(v any) error {
+func (c *TimeCol) Scan(v any) error {
 	switch x := v.(type) {
 	case nil:
 		c.T, c.Valid = time.Time{}, false
@@ -28,7 +28,7 @@ func (c *timeCol) Scan(v any) error {
 	return nil
 }
 
-func (c timeCol) ptr() *time.Time {
+func (c TimeCol) Ptr() *time.Time {
 	if !c.Valid {
 		return nil
 	}
@@ -36,81 +36,81 @@ func (c timeCol) ptr() *time.Time {
 	return &t
 }
 
-// nullStr maps SQL NULL to "".
-type nullStr string
+// NullStr maps SQL NULL to "".
+type NullStr string
 
-func (s *nullStr) Scan(v any) error {
+func (s *NullStr) Scan(v any) error {
 	switch x := v.(type) {
 	case nil:
 		*s = ""
 	case string:
-		*s = nullStr(x)
+		*s = NullStr(x)
 	case []byte:
-		*s = nullStr(x)
+		*s = NullStr(x)
 	default:
 		return fmt.Errorf("sqlcore: cannot scan %T into a string", v)
 	}
 	return nil
 }
 
-// orNull binds "" as NULL, so optional columns stay NULL rather than empty.
-func orNull(s string) any {
+// OrNull binds "" as NULL, so optional columns stay NULL rather than empty.
+func OrNull(s string) any {
 	if s == "" {
 		return nil
 	}
 	return s
 }
 
-// withNow scans one more column after the row's own: the {now} that a
+// WithNow scans one more column after the row's own: the {now} that a
 // query selected beside it, so a decision read with a row is explained by
 // the same clock that made it.
-func withNow(r rowScanner, now *timeCol) rowScanner { return withMore(r, now) }
+func WithNow(r RowScanner, now *TimeCol) RowScanner { return WithMore(r, now) }
 
-// withMore scans the columns a query selected after the row's own into
+// WithMore scans the columns a query selected after the row's own into
 // more.
-func withMore(r rowScanner, more ...any) rowScanner { return moreScanner{r, more} }
+func WithMore(r RowScanner, more ...any) RowScanner { return moreScanner{r, more} }
 
 type moreScanner struct {
-	r    rowScanner
+	r    RowScanner
 	more []any
 }
 
 func (m moreScanner) Scan(dest ...any) error { return m.r.Scan(append(dest, m.more...)...) }
 
-// rowScanner is a *sql.Row or *sql.Rows.
-type rowScanner interface{ Scan(dest ...any) error }
+// RowScanner is a *sql.Row or *sql.Rows.
+type RowScanner interface{ Scan(dest ...any) error }
 
 // Timestamps every backend can compare with: MySQL's DATETIME range.
 var (
-	minTime = time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)
-	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+	MinTime = time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
 )
 
-// clampTime brings a caller's bound into the range a timestamp column
+// ClampTime brings a caller's bound into the range a timestamp column
 // holds; outside it a bound excludes nothing more (or everything).
-func clampTime(t time.Time) time.Time {
+func ClampTime(t time.Time) time.Time {
 	switch {
-	case t.Before(minTime):
-		return minTime
-	case t.After(maxTime):
-		return maxTime
+	case t.Before(MinTime):
+		return MinTime
+	case t.After(MaxTime):
+		return MaxTime
 	}
 	return t.UTC()
 }
 
-// ptr is a pointer to a copy of v.
-func ptr[T any](v T) *T { return &v }
+// Ptr is a pointer to a copy of v.
+func Ptr[T any](v T) *T { return &v }
 
-// isNoRows reports whether a row read found none.
-func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+// IsNoRows reports whether a row read found none.
+func IsNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
 
 // The instants both backends can store: MySQL's DATETIME(6) ends with
 // the year 9999, and nothing the gateway records predates the epoch (a
 // released slot's lease is the epoch itself).
 var (
-	storableMin = time.Unix(0, 0).UTC()
-	storableMax = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+	StorableMin = time.Unix(0, 0).UTC()
+	StorableMax = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
 )
 
-// storable reports whether t lies between storableMin and storableMax.
-func storable(t time.Time) bool { return !t.Before(storableMin) && !t.After(storableMax) }
+// Storable reports whether t lies between storableMin and storableMax.
+func Storable(t time.Time) bool { return !t.Before(StorableMin) && !t.After(StorableMax) }

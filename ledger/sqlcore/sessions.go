@@ -18,11 +18,11 @@ const sessionColumns = `s.id, s.token_hash, s.link_id, s.grant_id, s.account_id,
 
 const sessionFrom = ` FROM sessions s JOIN links l ON l.id = s.link_id`
 
-func scanSession(r rowScanner) (*ledger.Session, error) {
+func scanSession(r RowScanner) (*ledger.Session, error) {
 	var (
 		x                                                   ledger.Session
-		account, sum                                        nullStr
-		lastMod, expires, revoked, ended, at, linkRevokedAt timeCol
+		account, sum                                        NullStr
+		lastMod, expires, revoked, ended, at, linkRevokedAt TimeCol
 	)
 	err := r.Scan(&x.ID, &x.TokenHash, &x.LinkID, &x.GrantID, &account, &x.Object.Bucket,
 		&x.Object.Key, &x.Object.VersionID, &x.Object.Size, &x.Object.ETag, &x.Object.ContentType,
@@ -36,8 +36,8 @@ func scanSession(r rowScanner) (*ledger.Session, error) {
 	}
 	x.AccountID = string(account)
 	x.Object.LastModified, x.Object.SHA256 = lastMod.T, string(sum)
-	x.ExpiresAt, x.RevokedAt, x.EndedAt, x.CreatedAt = expires.T, revoked.ptr(), ended.ptr(), at.T
-	x.LinkRevokedAt = linkRevokedAt.ptr()
+	x.ExpiresAt, x.RevokedAt, x.EndedAt, x.CreatedAt = expires.T, revoked.Ptr(), ended.Ptr(), at.T
+	x.LinkRevokedAt = linkRevokedAt.Ptr()
 	return &x, nil
 }
 
@@ -60,8 +60,8 @@ func (s *DB) SessionMint(ctx context.Context, req ledger.MintRequest) (*ledger.S
 	if req.SessionID == "" || len(req.TokenHash) != 32 || req.ByteBudget < 1 || req.MaxConcurrency < 1 || req.MaxConcurrency > 64 || req.ExpiresAt.IsZero() {
 		return nil, false, fmt.Errorf("%w: session id, token hash, budget ≥ 1, 1..64 slots and expiry are required", ledger.ErrInvalid)
 	}
-	if !storable(req.ExpiresAt) {
-		return nil, false, fmt.Errorf("%w: session expiry outside %v..%v", ledger.ErrInvalid, storableMin, storableMax)
+	if !Storable(req.ExpiresAt) {
+		return nil, false, fmt.Errorf("%w: session expiry outside %v..%v", ledger.ErrInvalid, StorableMin, StorableMax)
 	}
 	req.Claim.Kind = ledger.KindSession
 	// The kept row, if any, as it stood before any key is read below.
@@ -113,7 +113,7 @@ func (s *DB) SessionMint(ctx context.Context, req ledger.MintRequest) (*ledger.S
 	began, epoch := time.Now(), s.refusalEpoch()
 	for attempt := 0; attempt < 3; attempt++ {
 		c := &claim{linkID: req.Claim.LinkID, req: req.Claim, mint: &mintRows{req: req, aliases: aliases},
-			grant: newGrant(req.Claim, s.now(), req.SessionID)}
+			grant: newGrant(req.Claim, s.Stamp(), req.SessionID)}
 		s.submit(ctx, c)
 		switch {
 		case errors.Is(c.err, ledger.ErrAmbiguous):
@@ -176,12 +176,12 @@ func (s *DB) mintRefused(ctx context.Context, req ledger.MintRequest, kept refus
 }
 
 func (s *DB) sessionByKey(ctx context.Context, req ledger.MintRequest) (*ledger.Session, error) {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	x, err := scanSession(s.db.QueryRowContext(ctx, `SELECT `+sessionColumns+sessionFrom+`
+	x, err := scanSession(s.Pool.QueryRowContext(ctx, `SELECT `+sessionColumns+sessionFrom+`
 JOIN session_idempotency k ON k.session_id = s.id
 WHERE k.link_id = ? AND k.scope = ? AND k.idem_key = ?`, req.Claim.LinkID, req.Claim.AccountID, req.IdempotencyKey))
-	return x, s.classify(err)
+	return x, s.Classify(err)
 }
 
 // affinityPrefix starts the idempotency keys of session affinity. Its space
@@ -212,14 +212,14 @@ func affinityKey(key, rest string) string {
 // database's call, not this process's. The first of keys that has any
 // row wins, in one query. Errors: ErrNotFound.
 func (s *DB) latestAffinity(ctx context.Context, linkID, account string, keys []string) (*ledger.Session, string, time.Time, error) {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	var (
-		now   timeCol
+		now   TimeCol
 		found string
 		where strings.Builder
 		order strings.Builder
-		args  = []any{s.dbNow(), linkID, account}
+		args  = []any{s.DBNow(), linkID, account}
 		oargs []any
 	)
 	if len(keys) == 0 {
@@ -241,16 +241,16 @@ func (s *DB) latestAffinity(ctx context.Context, linkID, account string, keys []
 	}
 	// The selected {now} and the slot lease's {now} take the first two
 	// arguments, then the WHERE's and the ORDER BY's.
-	queryArgs := append([]any{args[0], s.dbNow()}, args[1:]...)
+	queryArgs := append([]any{args[0], s.DBNow()}, args[1:]...)
 	queryArgs = append(queryArgs, oargs...)
 	var streaming int
-	x, err := scanSession(withMore(s.db.QueryRowContext(ctx, s.q(`SELECT `+sessionColumns+`, {now}, k.idem_key,
+	x, err := scanSession(WithMore(s.Pool.QueryRowContext(ctx, s.Q(`SELECT `+sessionColumns+`, {now}, k.idem_key,
   (SELECT COUNT(*) FROM session_slots t WHERE t.session_id = s.id AND t.holder IS NOT NULL AND t.lease_until > {now})`+sessionFrom+`
 JOIN session_idempotency k ON k.session_id = s.id
 WHERE k.link_id = ? AND k.scope = ? AND (`+where.String()+`)
 ORDER BY `+order.String()+`k.created_at DESC, k.session_id DESC LIMIT 1`), queryArgs...), &now, &found, &streaming))
 	if err != nil {
-		return nil, "", time.Time{}, s.classify(err)
+		return nil, "", time.Time{}, s.Classify(err)
 	}
 	x.Streaming = streaming > 0
 	for _, k := range keys {
@@ -281,32 +281,32 @@ func (s *DB) SessionGetByAffinity(ctx context.Context, linkID, account string, k
 // SessionNoteAffinityReuse counts one request that session affinity sent to the
 // session instead of claiming. Errors: ErrUnavailable.
 func (s *DB) SessionNoteAffinityReuse(ctx context.Context, sessionID string) error {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	_, err := s.exec(ctx, `UPDATE sessions SET affinity_reuses = affinity_reuses + 1 WHERE id = ?`, sessionID)
+	_, err := s.Exec(ctx, `UPDATE sessions SET affinity_reuses = affinity_reuses + 1 WHERE id = ?`, sessionID)
 	return err
 }
 
 // SessionGetByTokenHash returns the session and its link's revocation time.
 // Errors: ErrNotFound.
 func (s *DB) SessionGetByTokenHash(ctx context.Context, hash []byte) (*ledger.Session, error) {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	var now timeCol
-	x, err := scanSession(withNow(s.db.QueryRowContext(ctx,
-		s.q(`SELECT `+sessionColumns+`, {now}`+sessionFrom+` WHERE s.token_hash = ?`), s.dbNow(), hash), &now))
+	var now TimeCol
+	x, err := scanSession(WithNow(s.Pool.QueryRowContext(ctx,
+		s.Q(`SELECT `+sessionColumns+`, {now}`+sessionFrom+` WHERE s.token_hash = ?`), s.DBNow(), hash), &now))
 	if err == nil {
 		x.ReadAt = now.T
 	}
-	return x, s.classify(err)
+	return x, s.Classify(err)
 }
 
 // SessionGet returns the session by id. Errors: ErrNotFound.
 func (s *DB) SessionGet(ctx context.Context, id string) (*ledger.Session, error) {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	x, err := scanSession(s.db.QueryRowContext(ctx, `SELECT `+sessionColumns+sessionFrom+` WHERE s.id = ?`, id))
-	return x, s.classify(err)
+	x, err := scanSession(s.Pool.QueryRowContext(ctx, `SELECT `+sessionColumns+sessionFrom+` WHERE s.id = ?`, id))
+	return x, s.Classify(err)
 }
 
 // SessionRevoke revokes the session; revoking twice keeps the first time.
@@ -319,20 +319,20 @@ func (s *DB) SessionRevoke(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	at := s.now()
-	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	at := s.Stamp()
+	return s.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		// Before the revocation: the session it ends is one that was
 		// live, not one already expired or ended.
 		err := s.interrupt(ctx, tx, at, `s.id = ? AND s.revoked_at IS NULL AND s.ended_at IS NULL AND s.expires_at > {now}`,
-			[]any{id, s.dbNow()}, func(endedSession) string { return ledger.InterruptedRevoked })
+			[]any{id, s.DBNow()}, func(endedSession) string { return ledger.InterruptedRevoked })
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, s.t(at), id)
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, s.TimeArg(at), id)
 		if err != nil {
 			return err
 		}
-		n, err := affected(res)
+		n, err := Affected(res)
 		switch {
 		case err != nil:
 			return err
@@ -341,7 +341,7 @@ func (s *DB) SessionRevoke(ctx context.Context, id string) error {
 				ledger.AuditTarget{Type: ledger.TargetSession, ID: id}, noDetails{})
 		}
 		var one int
-		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, id).Scan(&one); isNoRows(err) {
+		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, id).Scan(&one); IsNoRows(err) {
 			return ledger.ErrNotFound
 		} else if err != nil {
 			return err

@@ -13,15 +13,15 @@ import (
 // database's clock, so a process whose clock runs ahead cannot take a
 // slot another process still holds. Errors: ErrNoSlot.
 func (s *DB) SlotAcquire(ctx context.Context, sessionID, holder string, lease time.Duration) error {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	now := s.dbNow()
-	res, err := s.exec(ctx, s.q(s.d.AcquireSQL), holder, now, lease.Microseconds(), sessionID, now)
+	now := s.DBNow()
+	res, err := s.Exec(ctx, s.Q(s.D.AcquireSQL), holder, now, lease.Microseconds(), sessionID, now)
 	if err != nil {
 		return err
 	}
-	if n, err := affected(res); err != nil {
-		return s.classify(err)
+	if n, err := Affected(res); err != nil {
+		return s.Classify(err)
 	} else if n == 0 {
 		return ledger.ErrNoSlot
 	}
@@ -32,15 +32,15 @@ func (s *DB) SlotAcquire(ctx context.Context, sessionID, holder string, lease ti
 // Errors: ErrNotFound when the lease lapsed and was taken by someone else
 // (or swept).
 func (s *DB) SlotRenew(ctx context.Context, sessionID, holder string, lease time.Duration) error {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	res, err := s.exec(ctx, s.q(`UPDATE session_slots SET lease_until = {now+} WHERE session_id = ? AND holder = ?`),
-		s.dbNow(), lease.Microseconds(), sessionID, holder)
+	res, err := s.Exec(ctx, s.Q(`UPDATE session_slots SET lease_until = {now+} WHERE session_id = ? AND holder = ?`),
+		s.DBNow(), lease.Microseconds(), sessionID, holder)
 	if err != nil {
 		return err
 	}
-	if n, err := affected(res); err != nil {
-		return s.classify(err)
+	if n, err := Affected(res); err != nil {
+		return s.Classify(err)
 	} else if n == 0 {
 		return ledger.ErrNotFound
 	}
@@ -49,9 +49,9 @@ func (s *DB) SlotRenew(ctx context.Context, sessionID, holder string, lease time
 
 // SlotRelease frees holder's slot at once; a lost lease is a no-op.
 func (s *DB) SlotRelease(ctx context.Context, sessionID, holder string) error {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	_, err := s.exec(ctx, `UPDATE session_slots SET holder = NULL, lease_until = ? WHERE session_id = ? AND holder = ?`,
-		s.t(time.Unix(0, 0)), sessionID, holder)
+	_, err := s.Exec(ctx, `UPDATE session_slots SET holder = NULL, lease_until = ? WHERE session_id = ? AND holder = ?`,
+		s.TimeArg(time.Unix(0, 0)), sessionID, holder)
 	return err
 }

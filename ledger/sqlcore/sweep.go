@@ -36,31 +36,31 @@ func (s *DB) SessionSweep(ctx context.Context, limit int) (ledger.SweepResult, e
 	}
 	var out ledger.SweepResult
 	// Expired and lapsed by the database's clock, as every decision.
-	now := s.dbNow()
-	at := s.now()
+	now := s.DBNow()
+	at := s.Stamp()
 	grace := -ledger.SpentGrace.Microseconds()
-	err := s.inTxWith(ctx, s.d.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.InTxWith(ctx, s.D.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
 		out.SessionsEnded = 0
-		found, err := readIDs(ctx, tx, limit,
-			idRead{s.q(s.d.ExpiredSessionsSQL) + s.d.skipLocked(), []any{now, limit}},
+		found, err := ReadIDs(ctx, tx, limit,
+			IDRead{s.Q(s.D.ExpiredSessionsSQL) + s.D.SkipLockedSQL(), []any{now, limit}},
 			// A plain read: SKIP LOCKED's FOR UPDATE would lock the slot
 			// rows its NOT EXISTS reads, which requests acquire.
-			idRead{s.q(`SELECT id FROM sessions
+			IDRead{s.Q(`SELECT id FROM sessions
 WHERE ended_at IS NULL AND revoked_at IS NULL AND expires_at > {now} AND ` + spentSQL + `
 ORDER BY expires_at LIMIT ?`), []any{now, now, grace, now, limit}})
 		if err != nil || len(found) == 0 {
 			return err
 		}
-		ids := anys(found)
-		in := placeholders(len(ids))
+		ids := Anys(found)
+		in := Placeholders(len(ids))
 		args := append([]any{now}, ids...)
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET ended_at = {now}
+		res, err := tx.ExecContext(ctx, s.Q(`UPDATE sessions SET ended_at = {now}
 WHERE id IN `+in+` AND ended_at IS NULL AND (expires_at <= {now} OR revoked_at IS NOT NULL OR `+spentSQL+`)`),
 			append(args, now, now, grace, now)...)
 		if err != nil {
 			return err
 		}
-		n, err := affected(res)
+		n, err := Affected(res)
 		if err != nil || n == 0 {
 			return err
 		}
@@ -78,15 +78,15 @@ WHERE id IN `+in+` AND ended_at IS NULL AND (expires_at <= {now} OR revoked_at I
 	if err != nil {
 		return out, err
 	}
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	res, err := s.exec(ctx, s.q(s.d.ClearLapsedSQL), now, limit)
+	res, err := s.Exec(ctx, s.Q(s.D.ClearLapsedSQL), now, limit)
 	if err != nil {
 		return out, err
 	}
-	n, _ := affected(res)
+	n, _ := Affected(res)
 	out.LeasesCleared = int(n)
-	err = s.inTxWith(ctx, s.d.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.InTxWith(ctx, s.D.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
 		n, err := s.purgeConsoleSessions(ctx, tx, limit)
 		out.ConsoleSessionsPurged = n
 		return err

@@ -26,23 +26,23 @@ const maxUploadExpiry = 10 * 366 * 24 * time.Hour
 const uploadColumns = `id, bucket, object_key, filename, content_type, size, part_size, upload_offset,
   sha256_state, store_state, created_at, expires_at, finished_at, version_id, etag, sha256, holder, lease_until`
 
-func scanUpload(r rowScanner) (*ledger.Upload, error) {
+func scanUpload(r RowScanner) (*ledger.Upload, error) {
 	var (
 		u                                    ledger.Upload
-		filename, vid, etag, sum, holder     nullStr
-		created, expires, finished, leaseEnd timeCol
-		read                                 timeCol
+		filename, vid, etag, sum, holder     NullStr
+		created, expires, finished, leaseEnd TimeCol
+		read                                 TimeCol
 	)
-	err := withNow(r, &read).Scan(&u.ID, &u.Bucket, &u.Key, &filename, &u.ContentType, &u.Size, &u.PartSize, &u.Offset,
+	err := WithNow(r, &read).Scan(&u.ID, &u.Bucket, &u.Key, &filename, &u.ContentType, &u.Size, &u.PartSize, &u.Offset,
 		&u.SHA256State, &u.StoreState, &created, &expires, &finished, &vid, &etag, &sum, &holder, &leaseEnd)
-	if isNoRows(err) {
+	if IsNoRows(err) {
 		return nil, ledger.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
 	u.Filename, u.Holder = string(filename), string(holder)
-	u.CreatedAt, u.ExpiresAt, u.FinishedAt, u.ReadAt = created.T, expires.T, finished.ptr(), read.T
+	u.CreatedAt, u.ExpiresAt, u.FinishedAt, u.ReadAt = created.T, expires.T, finished.Ptr(), read.T
 	if leaseEnd.T.After(time.Unix(0, 0)) {
 		u.LeaseUntil = leaseEnd.T
 	}
@@ -54,7 +54,7 @@ func scanUpload(r rowScanner) (*ledger.Upload, error) {
 }
 
 // free is the lease_until of a lock nobody holds.
-func (s *DB) free() any { return s.t(time.Unix(0, 0)) }
+func (s *DB) free() any { return s.TimeArg(time.Unix(0, 0)) }
 
 // UploadCreate records a new upload. Errors: ErrInvalid, ErrConflict,
 // ErrUnavailable.
@@ -72,19 +72,19 @@ func (s *DB) UploadCreate(ctx context.Context, u ledger.Upload, expiry time.Dura
 		return nil, fmt.Errorf("%w: upload expiry must be positive and at most %v", ledger.ErrInvalid, maxUploadExpiry)
 	}
 	var out *ledger.Upload
-	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO uploads (id, bucket, object_key, filename, content_type, size, part_size,
+	err := s.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.Q(`INSERT INTO uploads (id, bucket, object_key, filename, content_type, size, part_size,
   upload_offset, sha256_state, store_state, state, created_at, expires_at, lease_until)
 VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, 'active', ?, {now+}, ?)`),
-			u.ID, u.Bucket, u.Key, orNull(u.Filename), u.ContentType, u.Size, u.PartSize, u.SHA256State, orEmpty(u.StoreState),
-			s.t(s.now()), s.dbNow(), expiry.Microseconds(), s.free())
-		if s.d.IsDuplicate(err) {
+			u.ID, u.Bucket, u.Key, OrNull(u.Filename), u.ContentType, u.Size, u.PartSize, u.SHA256State, orEmpty(u.StoreState),
+			s.TimeArg(s.Stamp()), s.DBNow(), expiry.Microseconds(), s.free())
+		if s.D.IsDuplicate(err) {
 			return fmt.Errorf("%w: upload %s exists", ledger.ErrConflict, u.ID)
 		}
 		if err != nil {
 			return err
 		}
-		out, err = scanUpload(tx.QueryRowContext(ctx, s.q(`SELECT `+uploadColumns+`, {now} FROM uploads WHERE id = ?`), s.dbNow(), u.ID))
+		out, err = scanUpload(tx.QueryRowContext(ctx, s.Q(`SELECT `+uploadColumns+`, {now} FROM uploads WHERE id = ?`), s.DBNow(), u.ID))
 		return err
 	})
 	if err != nil {
@@ -103,11 +103,11 @@ func orEmpty(b []byte) []byte {
 
 // UploadGet returns the upload. Errors: ErrNotFound, ErrUnavailable.
 func (s *DB) UploadGet(ctx context.Context, id string) (*ledger.Upload, error) {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	u, err := scanUpload(s.db.QueryRowContext(ctx, s.q(`SELECT `+uploadColumns+`, {now} FROM uploads WHERE id = ?`), s.dbNow(), id))
+	u, err := scanUpload(s.Pool.QueryRowContext(ctx, s.Q(`SELECT `+uploadColumns+`, {now} FROM uploads WHERE id = ?`), s.DBNow(), id))
 	if err != nil {
-		return nil, s.classify(err)
+		return nil, s.Classify(err)
 	}
 	return u, nil
 }
@@ -118,16 +118,16 @@ func (s *DB) UploadLock(ctx context.Context, id, holder string, lease time.Durat
 	if holder == "" || len(holder) > 64 || lease <= 0 {
 		return fmt.Errorf("%w: a lock needs a holder of at most 64 bytes and a positive lease", ledger.ErrInvalid)
 	}
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	now := s.dbNow()
-	res, err := s.exec(ctx, s.q(`UPDATE uploads SET holder = ?, lease_until = {now+}
+	now := s.DBNow()
+	res, err := s.Exec(ctx, s.Q(`UPDATE uploads SET holder = ?, lease_until = {now+}
 WHERE id = ? AND (holder = ? OR lease_until <= {now})`), holder, now, lease.Microseconds(), id, holder, now)
 	if err != nil {
 		return err
 	}
-	if n, err := affected(res); err != nil {
-		return s.classify(err)
+	if n, err := Affected(res); err != nil {
+		return s.Classify(err)
 	} else if n > 0 {
 		return nil
 	}
@@ -138,21 +138,21 @@ WHERE id = ? AND (holder = ? OR lease_until <= {now})`), holder, now, lease.Micr
 // nothing: ErrNotFound when there is no such upload, else why.
 func (s *DB) uploadRefusal(ctx context.Context, id string, why error) error {
 	var one int
-	err := s.db.QueryRowContext(ctx, `SELECT 1 FROM uploads WHERE id = ?`, id).Scan(&one)
+	err := s.Pool.QueryRowContext(ctx, `SELECT 1 FROM uploads WHERE id = ?`, id).Scan(&one)
 	switch {
-	case isNoRows(err):
+	case IsNoRows(err):
 		return ledger.ErrNotFound
 	case err != nil:
-		return s.classify(err)
+		return s.Classify(err)
 	}
 	return why
 }
 
 // UploadUnlock frees holder's lock. Errors: ErrUnavailable.
 func (s *DB) UploadUnlock(ctx context.Context, id, holder string) error {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	_, err := s.exec(ctx, `UPDATE uploads SET holder = NULL, lease_until = ? WHERE id = ? AND holder = ?`, s.free(), id, holder)
+	_, err := s.Exec(ctx, `UPDATE uploads SET holder = NULL, lease_until = ? WHERE id = ? AND holder = ?`, s.free(), id, holder)
 	return err
 }
 
@@ -167,16 +167,16 @@ func (s *DB) UploadAdvance(ctx context.Context, p ledger.UploadAdvanceParams) er
 	case p.Expiry <= 0 || p.Expiry > maxUploadExpiry:
 		return fmt.Errorf("%w: upload expiry must be positive and at most %v", ledger.ErrInvalid, maxUploadExpiry)
 	}
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	res, err := s.exec(ctx, s.q(`UPDATE uploads SET upload_offset = ?, sha256_state = ?, store_state = ?, expires_at = {now+}
+	res, err := s.Exec(ctx, s.Q(`UPDATE uploads SET upload_offset = ?, sha256_state = ?, store_state = ?, expires_at = {now+}
 WHERE id = ? AND state = 'active' AND holder = ? AND upload_offset = ? AND ? <= size`),
-		p.Offset, p.SHA256State, orEmpty(p.StoreState), s.dbNow(), p.Expiry.Microseconds(), p.ID, p.Holder, p.From, p.Offset)
+		p.Offset, p.SHA256State, orEmpty(p.StoreState), s.DBNow(), p.Expiry.Microseconds(), p.ID, p.Holder, p.From, p.Offset)
 	if err != nil {
 		return err
 	}
-	if n, err := affected(res); err != nil {
-		return s.classify(err)
+	if n, err := Affected(res); err != nil {
+		return s.Classify(err)
 	} else if n > 0 {
 		return nil
 	}
@@ -192,10 +192,10 @@ WHERE id = ? AND state = 'active' AND holder = ? AND upload_offset = ? AND ? <= 
 // changed nothing: ErrNotFound (no such upload), ErrConflict (finished),
 // ErrLocked (holder does not hold the lock), else what rest says.
 func (s *DB) explainUpload(ctx context.Context, id, holder string, rest func(*ledger.Upload) error) error {
-	u, err := scanUpload(s.db.QueryRowContext(ctx, s.q(`SELECT `+uploadColumns+`, {now} FROM uploads WHERE id = ?`), s.dbNow(), id))
+	u, err := scanUpload(s.Pool.QueryRowContext(ctx, s.Q(`SELECT `+uploadColumns+`, {now} FROM uploads WHERE id = ?`), s.DBNow(), id))
 	switch {
 	case err != nil:
-		return s.classify(err)
+		return s.Classify(err)
 	case u.FinishedAt != nil:
 		return fmt.Errorf("%w: the upload is finished", ledger.ErrConflict)
 	case u.Holder != holder:
@@ -215,18 +215,18 @@ func (s *DB) UploadFinish(ctx context.Context, id, holder string, o ledger.Objec
 	case expiry <= 0 || expiry > maxUploadExpiry:
 		return fmt.Errorf("%w: upload expiry must be positive and at most %v", ledger.ErrInvalid, maxUploadExpiry)
 	}
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	res, err := s.exec(ctx, s.q(`UPDATE uploads SET state = 'finished', finished_at = ?, version_id = ?, etag = ?, sha256 = ?,
+	res, err := s.Exec(ctx, s.Q(`UPDATE uploads SET state = 'finished', finished_at = ?, version_id = ?, etag = ?, sha256 = ?,
   sha256_state = ?, store_state = ?, expires_at = {now+}
 WHERE id = ? AND state = 'active' AND holder = ? AND upload_offset = size AND size = ?`),
-		s.t(s.now()), o.VersionID, o.ETag, orNull(o.SHA256), []byte{}, []byte{}, s.dbNow(), expiry.Microseconds(),
+		s.TimeArg(s.Stamp()), o.VersionID, o.ETag, OrNull(o.SHA256), []byte{}, []byte{}, s.DBNow(), expiry.Microseconds(),
 		id, holder, o.Size)
 	if err != nil {
 		return err
 	}
-	if n, err := affected(res); err != nil {
-		return s.classify(err)
+	if n, err := Affected(res); err != nil {
+		return s.Classify(err)
 	} else if n > 0 {
 		return nil
 	}
@@ -243,27 +243,27 @@ func (s *DB) UploadExpiredClaim(ctx context.Context, lease time.Duration, limit 
 	if limit < 1 || lease <= 0 {
 		return nil, fmt.Errorf("%w: limit must be at least 1 and the lease positive", ledger.ErrInvalid)
 	}
-	holder := newID()
+	holder := NewID()
 	var out []ledger.Upload
-	err := s.inTxWith(ctx, s.d.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.InTxWith(ctx, s.D.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
 		out = nil
-		now := s.dbNow()
+		now := s.DBNow()
 		ids, err := s.uploadCandidates(ctx, tx, `state = 'active' AND expires_at <= {now} AND lease_until <= {now}`, limit)
 		if err != nil || len(ids) == 0 {
 			return err
 		}
-		in := placeholders(len(ids))
-		args := append([]any{holder, now, lease.Microseconds()}, anys(ids)...)
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE uploads SET holder = ?, lease_until = {now+}
+		in := Placeholders(len(ids))
+		args := append([]any{holder, now, lease.Microseconds()}, Anys(ids)...)
+		res, err := tx.ExecContext(ctx, s.Q(`UPDATE uploads SET holder = ?, lease_until = {now+}
 WHERE id IN `+in+` AND state = 'active' AND expires_at <= {now} AND lease_until <= {now}`), append(args, now, now)...)
 		if err != nil {
 			return err
 		}
-		if n, err := affected(res); err != nil || n == 0 {
+		if n, err := Affected(res); err != nil || n == 0 {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, s.q(`SELECT `+uploadColumns+`, {now} FROM uploads WHERE id IN `+in+` AND holder = ?`),
-			append(append([]any{now}, anys(ids)...), holder)...)
+		rows, err := tx.QueryContext(ctx, s.Q(`SELECT `+uploadColumns+`, {now} FROM uploads WHERE id IN `+in+` AND holder = ?`),
+			append(append([]any{now}, Anys(ids)...), holder)...)
 		if err != nil {
 			return err
 		}
@@ -286,21 +286,21 @@ WHERE id IN `+in+` AND state = 'active' AND expires_at <= {now} AND lease_until 
 // uploadCandidates reads at most limit ids of uploads matching where
 // (with one {now} argument per {now} in it), oldest expiry first.
 func (s *DB) uploadCandidates(ctx context.Context, tx *sql.Tx, where string, limit int) ([]string, error) {
-	now := s.dbNow()
-	return readIDs(ctx, tx, limit, idRead{s.q(`SELECT id FROM uploads WHERE `+where+` ORDER BY expires_at LIMIT ?`) + s.d.skipLocked(), []any{now, now, limit}})
+	now := s.DBNow()
+	return ReadIDs(ctx, tx, limit, IDRead{s.Q(`SELECT id FROM uploads WHERE `+where+` ORDER BY expires_at LIMIT ?`) + s.D.SkipLockedSQL(), []any{now, now, limit}})
 }
 
 // UploadDelete deletes the upload while holder holds its lock. Errors:
 // ErrNotFound, ErrLocked, ErrUnavailable.
 func (s *DB) UploadDelete(ctx context.Context, id, holder string) error {
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	res, err := s.exec(ctx, `DELETE FROM uploads WHERE id = ? AND holder = ?`, id, holder)
+	res, err := s.Exec(ctx, `DELETE FROM uploads WHERE id = ? AND holder = ?`, id, holder)
 	if err != nil {
 		return err
 	}
-	if n, err := affected(res); err != nil {
-		return s.classify(err)
+	if n, err := Affected(res); err != nil {
+		return s.Classify(err)
 	} else if n > 0 {
 		return nil
 	}
@@ -315,19 +315,19 @@ func (s *DB) UploadPurge(ctx context.Context, limit int) (int, error) {
 	}
 	const due = `state = 'finished' AND expires_at <= {now} AND lease_until <= {now}`
 	var n int
-	err := s.inTxWith(ctx, s.d.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.InTxWith(ctx, s.D.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
 		n = 0
 		ids, err := s.uploadCandidates(ctx, tx, due, limit)
 		if err != nil || len(ids) == 0 {
 			return err
 		}
-		now := s.dbNow()
-		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM uploads WHERE id IN `+placeholders(len(ids))+` AND `+due),
-			append(anys(ids), now, now)...)
+		now := s.DBNow()
+		res, err := tx.ExecContext(ctx, s.Q(`DELETE FROM uploads WHERE id IN `+Placeholders(len(ids))+` AND `+due),
+			append(Anys(ids), now, now)...)
 		if err != nil {
 			return err
 		}
-		m, err := affected(res)
+		m, err := Affected(res)
 		n = int(m)
 		return err
 	})

@@ -40,28 +40,28 @@ func (s *DB) SessionListByLink(ctx context.Context, linkID string, limit int) ([
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+sessionColumns+`,
+	rows, err := s.Pool.QueryContext(ctx, s.Q(`SELECT `+sessionColumns+`,
   (SELECT COUNT(*) FROM session_slots t WHERE t.session_id = s.id AND t.holder IS NOT NULL AND t.lease_until > {now})`+
 		sessionFrom+`
 WHERE s.link_id = ? AND s.revoked_at IS NULL AND s.ended_at IS NULL AND s.expires_at > {now} AND l.revoked_at IS NULL
-ORDER BY s.created_at DESC, s.id DESC LIMIT ?`), s.dbNow(), linkID, s.dbNow(), limit)
+ORDER BY s.created_at DESC, s.id DESC LIMIT ?`), s.DBNow(), linkID, s.DBNow(), limit)
 	if err != nil {
-		return nil, s.classify(err)
+		return nil, s.Classify(err)
 	}
 	defer rows.Close()
 	out := []ledger.SessionUse{}
 	for rows.Next() {
 		var u ledger.SessionUse
-		x, err := scanSession(withMore(rows, &u.SlotsInUse))
+		x, err := scanSession(WithMore(rows, &u.SlotsInUse))
 		if err != nil {
-			return nil, s.classify(err)
+			return nil, s.Classify(err)
 		}
 		u.Session = *x
 		out = append(out, u)
 	}
-	return out, s.classify(rows.Err())
+	return out, s.Classify(rows.Err())
 }
 
 // EventListByLink returns the link's outbox rows newest first by the
@@ -74,29 +74,29 @@ func (s *DB) EventListByLink(ctx context.Context, linkID string, limit int) ([]l
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, event_id, event_type, status, attempts, created_at, next_attempt_at,
+	rows, err := s.Pool.QueryContext(ctx, `SELECT seq, event_id, event_type, status, attempts, created_at, next_attempt_at,
   finished_at, last_error FROM webhook_outbox
 WHERE link_id = ? ORDER BY link_seq DESC LIMIT ?`, linkID, limit)
 	if err != nil {
-		return nil, s.classify(err)
+		return nil, s.Classify(err)
 	}
 	defer rows.Close()
 	out := []ledger.EventRecord{}
 	for rows.Next() {
 		var (
 			e                  ledger.EventRecord
-			created, next, fin timeCol
-			lastErr            nullStr
+			created, next, fin TimeCol
+			lastErr            NullStr
 		)
 		if err := rows.Scan(&e.Seq, &e.ID, &e.Type, &e.Status, &e.Attempts, &created, &next, &fin, &lastErr); err != nil {
-			return nil, s.classify(err)
+			return nil, s.Classify(err)
 		}
-		e.CreatedAt, e.NextAttemptAt, e.FinishedAt, e.LastError = created.T, next.T, fin.ptr(), string(lastErr)
+		e.CreatedAt, e.NextAttemptAt, e.FinishedAt, e.LastError = created.T, next.T, fin.Ptr(), string(lastErr)
 		out = append(out, e)
 	}
-	return out, s.classify(rows.Err())
+	return out, s.Classify(rows.Err())
 }
 
 // ObjectList returns one page of stored versions, newest first. The page
@@ -131,18 +131,18 @@ func (s *DB) ObjectList(ctx context.Context, q ledger.ObjectQuery) (ledger.Objec
 			return ledger.ObjectPage{}, err
 		}
 		conds = append(conds, "(stored_at < ? OR (stored_at = ? AND version_hash < ?))")
-		args = append(args, s.t(at), s.t(at), hash)
+		args = append(args, s.TimeArg(at), s.TimeArg(at), hash)
 	}
 	where := ""
 	if len(conds) > 0 {
 		where = " WHERE " + strings.Join(conds, " AND ")
 	}
-	ctx, cancel := s.bound(ctx)
+	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx, `SELECT `+objectColumns+`, version_hash FROM objects`+where+`
+	rows, err := s.Pool.QueryContext(ctx, `SELECT `+objectColumns+`, version_hash FROM objects`+where+`
 ORDER BY stored_at DESC, version_hash DESC LIMIT ?`, append(args, limit+1)...)
 	if err != nil {
-		return ledger.ObjectPage{}, s.classify(err)
+		return ledger.ObjectPage{}, s.Classify(err)
 	}
 	defer rows.Close()
 	type row struct {
@@ -152,19 +152,19 @@ ORDER BY stored_at DESC, version_hash DESC LIMIT ?`, append(args, limit+1)...)
 	var got []row
 	for rows.Next() {
 		var h []byte
-		o, err := scanObject(withMore(rows, &h))
+		o, err := scanObject(WithMore(rows, &h))
 		if err != nil {
-			return ledger.ObjectPage{}, s.classify(err)
+			return ledger.ObjectPage{}, s.Classify(err)
 		}
 		got = append(got, row{ledger.ObjectListing{StoredObject: o.StoredObject}, hex.EncodeToString(h)})
 	}
 	if err := rows.Err(); err != nil {
-		return ledger.ObjectPage{}, s.classify(err)
+		return ledger.ObjectPage{}, s.Classify(err)
 	}
 	rows.Close()
 	// Read in the listing's order from the index: cut, not sorted. The
 	// cursor's id is the version's hash, in hex (decodeObjectCursor).
-	got, next := pageOf(got, limit, true, func(r *row) (time.Time, string) { return r.o.StoredAt, r.hash })
+	got, next := PageOf(got, limit, true, func(r *row) (time.Time, string) { return r.o.StoredAt, r.hash })
 	page := ledger.ObjectPage{Objects: make([]ledger.ObjectListing, 0, len(got)), Next: next}
 	for _, r := range got {
 		page.Objects = append(page.Objects, r.o)
@@ -197,29 +197,29 @@ func (s *DB) objectLinks(ctx context.Context, objs []ledger.ObjectListing) error
 	query := strings.ReplaceAll(`SELECT l.id, l.bucket, l.object_key, l.version_id, l.revoked_at, l.expires_at, l.remaining,
   l.created_at, {now}, (SELECT COUNT(*) FROM sessions x
     WHERE x.link_id = l.id AND x.revoked_at IS NULL AND x.ended_at IS NULL AND x.expires_at > {now})
-FROM links l WHERE l.object_key IN `+placeholders(len(args))+`
-ORDER BY l.created_at DESC, l.id DESC`, "{now}", s.d.NowSQL)
-	rows, err := s.db.QueryContext(ctx, query, append([]any{s.dbNow(), s.dbNow()}, args...)...)
+FROM links l WHERE l.object_key IN `+Placeholders(len(args))+`
+ORDER BY l.created_at DESC, l.id DESC`, "{now}", s.D.NowSQL)
+	rows, err := s.Pool.QueryContext(ctx, query, append([]any{s.DBNow(), s.DBNow()}, args...)...)
 	if err != nil {
-		return s.classify(err)
+		return s.Classify(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var (
 			v                         version
 			l                         ledger.Link
-			revoked, expires, created timeCol
-			now                       timeCol
+			revoked, expires, created TimeCol
+			now                       TimeCol
 			live                      int
 		)
 		if err := rows.Scan(&l.ID, &v.bucket, &v.key, &v.id, &revoked, &expires, &l.Remaining, &created, &now, &live); err != nil {
-			return s.classify(err)
+			return s.Classify(err)
 		}
 		o := byVersion[v]
 		if o == nil {
 			continue // another version of the same key
 		}
-		l.RevokedAt, l.ExpiresAt = revoked.ptr(), expires.T
+		l.RevokedAt, l.ExpiresAt = revoked.Ptr(), expires.T
 		ol := ledger.ObjectLink{ID: l.ID, State: l.State(now.T), CreatedAt: created.T, LiveSessions: live}
 		o.LinkCount++
 		if ol.State != ledger.StateRevoked && ol.Live() {
@@ -229,7 +229,7 @@ ORDER BY l.created_at DESC, l.id DESC`, "{now}", s.d.NowSQL)
 			o.Links = append(o.Links, ol)
 		}
 	}
-	return s.classify(rows.Err())
+	return s.Classify(rows.Err())
 }
 
 // decodeObjectCursor reads a cursor pageOf wrote for ObjectList (its id
@@ -242,7 +242,7 @@ func decodeObjectCursor(c string) (time.Time, []byte, error) {
 		n, perr := strconv.ParseInt(micros, 10, 64)
 		hash, herr := hex.DecodeString(h)
 		at := time.UnixMicro(n).UTC()
-		if ok && perr == nil && herr == nil && len(hash) == 32 && !at.Before(minTime) && !at.After(maxTime) {
+		if ok && perr == nil && herr == nil && len(hash) == 32 && !at.Before(MinTime) && !at.After(MaxTime) {
 			return at, hash, nil
 		}
 	}
