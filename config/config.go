@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger/sqlcore"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 	"github.com/dlgate/dlgate/sessions"
 )
 
@@ -34,7 +35,7 @@ const (
 	DefaultDataDir               = "./gateway-data"
 	DefaultS3Region              = "us-east-1"
 	DefaultShutdownGrace         = 30 * time.Second
-	DefaultDBTimeout             = sqlcore.DefaultTimeout
+	DefaultDBTimeout             = engine.DefaultTimeout
 	DefaultClaimBatch            = sqlcore.DefaultClaimBatch
 	DefaultRefusalCache          = sqlcore.DefaultRefusalCache
 	DefaultMaxConnections        = 4096

@@ -10,11 +10,11 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
-	"github.com/dlgate/dlgate/ledger/sqlcore"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // batch runs a claim's transaction in at most three round trips
-// (sqlcore.Dialect.Batch): START TRANSACTION and the reads as one
+// (engine.Dialect.Batch): START TRANSACTION and the reads as one
 // multi-statement query, whose result sets read gets; the writes plan
 // decides from them as a second one, whose every statement's row count
 // is checked; then COMMIT, or ROLLBACK.
@@ -27,14 +27,14 @@ import (
 // e2e TestFrozenDatabaseAnswers503WithinTheTimeout caught it). So a
 // failure of the first two trips is a plain failure, the connection
 // discarded; only a failure of COMMIT itself leaves the outcome unknown:
-// sqlcore.ErrInFlight.
+// engine.ErrInFlight.
 //
 // When the server answers an error, it ran nothing after the failing
 // statement (a multi-statement query stops at its first error): the
 // transaction is rolled back on the same connection (a lock-wait timeout
 // leaves it open otherwise) and the error returned, so that a deadlock may
 // be retried.
-func batch(ctx context.Context, db *sql.DB, iso sql.IsolationLevel, reads []sqlcore.Stmt, read func(int, *sql.Rows) error, plan func() (sqlcore.Writes, error)) error {
+func batch(ctx context.Context, db *sql.DB, iso sql.IsolationLevel, reads []engine.Stmt, read func(int, *sql.Rows) error, plan func() (engine.Writes, error)) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
@@ -64,11 +64,11 @@ func batch(ctx context.Context, db *sql.DB, iso sql.IsolationLevel, reads []sqlc
 		}
 		return discard(err)
 	}
-	begin := []sqlcore.Stmt{{SQL: "START TRANSACTION"}}
+	begin := []engine.Stmt{{SQL: "START TRANSACTION"}}
 	switch iso {
 	case sql.LevelDefault:
 	case sql.LevelReadCommitted:
-		begin = append([]sqlcore.Stmt{{SQL: "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"}}, begin...)
+		begin = append([]engine.Stmt{{SQL: "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"}}, begin...)
 	default:
 		return fmt.Errorf("mysql: a claim transaction at isolation %v", iso)
 	}
@@ -114,13 +114,13 @@ func batch(ctx context.Context, db *sql.DB, iso sql.IsolationLevel, reads []sqlc
 		if errors.As(err, &me) {
 			return end("ROLLBACK", err)
 		}
-		return discard(fmt.Errorf("%w: %v", sqlcore.ErrInFlight, err))
+		return discard(fmt.Errorf("%w: %v", engine.ErrInFlight, err))
 	}
 	return nil
 }
 
 // joined is stmts as one multi-statement query and its arguments.
-func joined(stmts []sqlcore.Stmt) (string, []any) {
+func joined(stmts []engine.Stmt) (string, []any) {
 	var (
 		b    strings.Builder
 		args []any
@@ -138,7 +138,7 @@ func joined(stmts []sqlcore.Stmt) (string, []any) {
 // execAll runs stmts as one multi-statement query on conn and returns the
 // rows each affected, which only the driver's own result reports
 // (mysql.Result.AllRowsAffected).
-func execAll(ctx context.Context, conn *sql.Conn, stmts []sqlcore.Stmt) ([]int64, error) {
+func execAll(ctx context.Context, conn *sql.Conn, stmts []engine.Stmt) ([]int64, error) {
 	q, args := joined(stmts)
 	named := make([]driver.NamedValue, len(args))
 	for i, a := range args {

@@ -9,7 +9,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/dlgate/dlgate/internal/testenv"
-	"github.com/dlgate/dlgate/ledger/sqlcore"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // TestABatchCommitsOnlyWhatItsPlanApproves: a batch whose write fails
@@ -69,14 +69,14 @@ func TestABatchCommitsOnlyWhatItsPlanApproves(t *testing.T) {
 		}
 		return rows.Scan(&n)
 	}
-	lock := []sqlcore.Stmt{{SQL: `SELECT n FROM counter WHERE id = ? FOR UPDATE`, Args: []any{1}}}
-	decrement := sqlcore.Stmt{SQL: `UPDATE counter SET n = n - 1 WHERE id = ? AND n > 0`, Args: []any{1}, Rows: 1}
-	writes := func(w ...sqlcore.Stmt) func() (sqlcore.Writes, error) {
-		return func() (sqlcore.Writes, error) { return sqlcore.Writes{Stmts: w, Commit: true}, nil }
+	lock := []engine.Stmt{{SQL: `SELECT n FROM counter WHERE id = ? FOR UPDATE`, Args: []any{1}}}
+	decrement := engine.Stmt{SQL: `UPDATE counter SET n = n - 1 WHERE id = ? AND n > 0`, Args: []any{1}, Rows: 1}
+	writes := func(w ...engine.Stmt) func() (engine.Writes, error) {
+		return func() (engine.Writes, error) { return engine.Writes{Stmts: w, Commit: true}, nil }
 	}
 
 	// The server refuses a write after the decrement ran.
-	err = batch(ctx, pool, sql.LevelReadCommitted, lock, readN, writes(decrement, sqlcore.Stmt{SQL: `INSERT INTO no_such_table SELECT ? FROM DUAL`, Args: []any{"x"}, Rows: 1}))
+	err = batch(ctx, pool, sql.LevelReadCommitted, lock, readN, writes(decrement, engine.Stmt{SQL: `INSERT INTO no_such_table SELECT ? FROM DUAL`, Args: []any{"x"}, Rows: 1}))
 	var me *gomysql.MySQLError
 	if !errors.As(err, &me) {
 		t.Fatalf("batch = %v; want the server's error", err)
@@ -85,8 +85,8 @@ func TestABatchCommitsOnlyWhatItsPlanApproves(t *testing.T) {
 		t.Fatalf("after the failed batch: n = %d, in_transaction = %d; want 5 (rolled back) and 0", n, inTx)
 	}
 	// A write matches other rows than the plan said.
-	err = batch(ctx, pool, sql.LevelReadCommitted, lock, readN, writes(decrement, sqlcore.Stmt{SQL: `UPDATE counter SET n = n - 1 WHERE id = ?`, Args: []any{2}, Rows: 1}))
-	var re *sqlcore.RowsError
+	err = batch(ctx, pool, sql.LevelReadCommitted, lock, readN, writes(decrement, engine.Stmt{SQL: `UPDATE counter SET n = n - 1 WHERE id = ?`, Args: []any{2}, Rows: 1}))
+	var re *engine.RowsError
 	if !errors.As(err, &re) || re.Stmt != 1 || re.Want != 1 || re.Got != 0 {
 		t.Fatalf("batch whose second write matched nothing = %v; want a RowsError of write 1 (0 rows, want 1)", err)
 	}
@@ -94,15 +94,15 @@ func TestABatchCommitsOnlyWhatItsPlanApproves(t *testing.T) {
 		t.Fatalf("after the miscounted batch: n = %d, in_transaction = %d; want 5 and 0", n, inTx)
 	}
 	// The plan asks for nothing.
-	if err := batch(ctx, pool, sql.LevelReadCommitted, lock, readN, func() (sqlcore.Writes, error) { return sqlcore.Writes{}, nil }); err != nil {
+	if err := batch(ctx, pool, sql.LevelReadCommitted, lock, readN, func() (engine.Writes, error) { return engine.Writes{}, nil }); err != nil {
 		t.Fatal(err)
 	}
 	if n, inTx := state(); n != 5 || inTx != 0 {
 		t.Fatalf("after the refused batch: n = %d, in_transaction = %d; want 5 and 0", n, inTx)
 	}
 	// The plan writes and asks for no commit.
-	if err := batch(ctx, pool, sql.LevelReadCommitted, lock, readN, func() (sqlcore.Writes, error) {
-		return sqlcore.Writes{Stmts: []sqlcore.Stmt{decrement}}, nil
+	if err := batch(ctx, pool, sql.LevelReadCommitted, lock, readN, func() (engine.Writes, error) {
+		return engine.Writes{Stmts: []engine.Stmt{decrement}}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestABatchCommitsOnlyWhatItsPlanApproves(t *testing.T) {
 		t.Fatalf("after the batch that wrote and rolled back: n = %d, in_transaction = %d; want 5 and 0", n, inTx)
 	}
 	// The read fails.
-	if err := batch(ctx, pool, sql.LevelReadCommitted, []sqlcore.Stmt{{SQL: `SELECT n FROM counter WHERE id = ?`, Args: []any{2}}}, readN, writes(decrement)); err == nil {
+	if err := batch(ctx, pool, sql.LevelReadCommitted, []engine.Stmt{{SQL: `SELECT n FROM counter WHERE id = ?`, Args: []any{2}}}, readN, writes(decrement)); err == nil {
 		t.Fatal("batch of a read that failed: no error")
 	}
 	if n, inTx := state(); n != 5 || inTx != 0 {
@@ -118,7 +118,7 @@ func TestABatchCommitsOnlyWhatItsPlanApproves(t *testing.T) {
 	}
 	// Two reads, the plan sees both, and commits.
 	var seen []int
-	two := append(lock, sqlcore.Stmt{SQL: `SELECT COUNT(*) FROM marks`})
+	two := append(lock, engine.Stmt{SQL: `SELECT COUNT(*) FROM marks`})
 	if err := batch(ctx, pool, sql.LevelReadCommitted, two, func(i int, rows *sql.Rows) error {
 		if err := readN(i, rows); err != nil {
 			return err

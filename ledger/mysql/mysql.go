@@ -19,6 +19,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/dlgate/dlgate/ledger/sqlcore"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // MySQL and MariaDB error numbers the ledger reacts to.
@@ -84,12 +85,12 @@ func isRetryable(err error) bool {
 // Dialect returns the dialect of the shared SQL core for MySQL 8.4 (and
 // MariaDB 10.11, which honours the same); Open uses the one of the engine
 // it finds (DialectFor).
-func Dialect() sqlcore.Dialect { return DialectFor(Engine{Kind: MySQL, Major: 8, Minor: 4}) }
+func Dialect() engine.Dialect { return DialectFor(Engine{Kind: MySQL, Major: 8, Minor: 4}) }
 
 // DialectFor returns the dialect of the shared SQL core for engine e: the
 // same statements everywhere, e's capabilities set.
-func DialectFor(e Engine) sqlcore.Dialect {
-	return sqlcore.Dialect{
+func DialectFor(e Engine) engine.Dialect {
+	return engine.Dialect{
 		Name:          "mysql",
 		Time:          func(t time.Time) any { return t },
 		IsDuplicate:   func(err error) bool { return errNumber(err) == erDupEntry },
@@ -148,12 +149,12 @@ WHERE holder IS NOT NULL AND lease_until <= {now} LIMIT ?`,
 }
 
 // Option changes the dialect Open derives from the server it finds.
-type Option func(*sqlcore.Dialect)
+type Option func(*engine.Dialect)
 
 // WithoutSkipLocked sends no SKIP LOCKED even to an engine that honours
 // it, as on TiDB. The conformance suite runs so on MariaDB to show that
 // every hand-out is exact without it.
-func WithoutSkipLocked() Option { return func(d *sqlcore.Dialect) { d.SkipLocked = false } }
+func WithoutSkipLocked() Option { return func(d *engine.Dialect) { d.SkipLocked = false } }
 
 func errNumber(err error) uint16 {
 	var me *gomysql.MySQLError

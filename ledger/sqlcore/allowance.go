@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // AllowanceAdd raises allowance and remaining by n and records why, with
@@ -32,13 +33,13 @@ WHERE id = ? AND revoked_at IS NULL`, n, n, id)
 		if err != nil {
 			return err
 		}
-		if k, err := Affected(res); err != nil {
+		if k, err := engine.Affected(res); err != nil {
 			return err
 		} else if k == 0 {
 			return s.whyNotUpdated(ctx, tx, id)
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO allowance_changes (id, link_id, added, reason, created_at) VALUES (?, ?, ?, ?, ?)`,
-			NewID(), id, n, reason, now)
+			engine.NewID(), id, n, reason, now)
 		if err != nil {
 			return err
 		}
@@ -53,10 +54,10 @@ WHERE id = ? AND revoked_at IS NULL`, n, n, id)
 // the row it committed, which a plain read of the transaction's snapshot
 // need not show (TiDB's snapshot is taken at BEGIN, before that wait).
 func (s *DB) whyNotUpdated(ctx context.Context, tx *sql.Tx, id string) error {
-	var revoked TimeCol
+	var revoked engine.TimeCol
 	err := tx.QueryRowContext(ctx, `SELECT revoked_at FROM links WHERE id = ?`+s.D.LockRows, id).Scan(&revoked)
 	switch {
-	case IsNoRows(err):
+	case engine.IsNoRows(err):
 		return ledger.ErrNotFound
 	case err != nil:
 		return err
@@ -76,7 +77,7 @@ func (s *DB) AllowanceList(ctx context.Context, linkID string) ([]ledger.Allowan
 	defer cancel()
 	var one int
 	if err := s.Pool.QueryRowContext(ctx, `SELECT 1 FROM links WHERE id = ?`, linkID).Scan(&one); err != nil {
-		if IsNoRows(err) {
+		if engine.IsNoRows(err) {
 			return nil, ledger.ErrNotFound
 		}
 		return nil, s.Classify(err)
@@ -91,7 +92,7 @@ WHERE link_id = ? ORDER BY created_at DESC, id DESC`, linkID)
 	for rows.Next() {
 		var (
 			c  ledger.AllowanceChange
-			at TimeCol
+			at engine.TimeCol
 		)
 		if err := rows.Scan(&c.Add, &c.Reason, &at); err != nil {
 			return nil, s.Classify(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // The audit trail (SPEC §6, migration 00011). Each change made with an
@@ -46,7 +47,7 @@ func (s *DB) audit(ctx context.Context, tx *sql.Tx, a *ledger.Actor, at time.Tim
 	_, err = tx.ExecContext(ctx, `INSERT INTO audit_entries
   (id, created_at, actor_key_id, actor_key_name, action, target_type, target_id, request_id, details)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		NewID(), s.TimeArg(at), a.KeyID, a.KeyName, action, target.Type, target.ID, OrNull(a.RequestID), string(body))
+		engine.NewID(), s.TimeArg(at), a.KeyID, a.KeyName, action, target.Type, target.ID, engine.OrNull(a.RequestID), string(body))
 	return err
 }
 
@@ -96,11 +97,11 @@ func objectAudit(o ledger.Object) objectDetails {
 
 const auditColumns = `id, created_at, actor_key_id, actor_key_name, action, target_type, target_id, request_id, details`
 
-func scanAudit(r RowScanner) (ledger.AuditEntry, error) {
+func scanAudit(r engine.RowScanner) (ledger.AuditEntry, error) {
 	var (
 		e       ledger.AuditEntry
-		at      TimeCol
-		req     NullStr
+		at      engine.TimeCol
+		req     engine.NullStr
 		details string
 	)
 	err := r.Scan(&e.ID, &at, &e.Actor.KeyID, &e.Actor.KeyName, &e.Action, &e.Target.Type, &e.Target.ID, &req, &details)
@@ -171,7 +172,7 @@ func (s *DB) AuditList(ctx context.Context, q ledger.AuditQuery) (ledger.AuditPa
 	if err := rows.Err(); err != nil {
 		return ledger.AuditPage{}, s.Classify(err)
 	}
-	page.Entries, page.Next = PageOf(page.Entries, limit, false, func(e *ledger.AuditEntry) (time.Time, string) { return e.At, e.ID })
+	page.Entries, page.Next = engine.PageOf(page.Entries, limit, false, func(e *ledger.AuditEntry) (time.Time, string) { return e.At, e.ID })
 	return page, nil
 }
 
@@ -185,17 +186,17 @@ func (s *DB) timeWindow(after, before time.Time, cursor string) ([]string, []any
 		args  []any
 	)
 	if !after.IsZero() {
-		conds, args = append(conds, "created_at > ?"), append(args, s.TimeArg(ClampTime(after)))
+		conds, args = append(conds, "created_at > ?"), append(args, s.TimeArg(engine.ClampTime(after)))
 	}
 	if !before.IsZero() {
-		b := ClampTime(before)
+		b := engine.ClampTime(before)
 		if ledger.Micro(b).Before(b) {
 			b = b.Add(time.Microsecond)
 		}
 		conds, args = append(conds, "created_at < ?"), append(args, s.TimeArg(b))
 	}
 	if cursor != "" {
-		at, id, err := DecodeCursor(cursor)
+		at, id, err := engine.DecodeCursor(cursor)
 		if err != nil {
 			return nil, nil, err
 		}

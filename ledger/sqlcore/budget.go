@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // BudgetDraw reserves up to want bytes of the session's byte budget with
@@ -31,8 +32,8 @@ func (s *DB) BudgetDraw(ctx context.Context, sessionID string, want int64) (int6
 		return got, nil
 	}
 	// Explain the refusal by the clock that made it.
-	var now TimeCol
-	x, err := scanSession(WithNow(s.Pool.QueryRowContext(ctx,
+	var now engine.TimeCol
+	x, err := scanSession(engine.WithNow(s.Pool.QueryRowContext(ctx,
 		s.Q(`SELECT `+sessionColumns+`, {now}`+sessionFrom+` WHERE s.id = ?`), s.DBNow(), sessionID), &now))
 	if err != nil {
 		return 0, s.Classify(err)

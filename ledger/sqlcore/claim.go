@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // LinkClaim is the download path's one claim call: it reads the link
@@ -56,12 +57,12 @@ WHERE id = ? AND status = 'granted'`, now, grantID)
 		if err != nil {
 			return err
 		}
-		n, err := Affected(res)
+		n, err := engine.Affected(res)
 		if err != nil {
 			return err
 		}
 		var status string
-		var session NullStr
+		var session engine.NullStr
 		err = tx.QueryRowContext(ctx, `SELECT link_id, status, session_id FROM grants WHERE id = ?`, grantID).Scan(&link, &status, &session)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // The claim transaction: one transaction decides a batch of claims (one
@@ -134,7 +135,7 @@ func (s *DB) decideClaims(ctx context.Context, batch []*claim) error {
 		rows = map[string]*lockedRow{}
 		seen = map[string]bool{} // idempotency keys found taken
 	)
-	reads := []Stmt{s.lockRows(live)}
+	reads := []engine.Stmt{s.lockRows(live)}
 	if keys := s.keysRead(live); keys.SQL != "" {
 		reads = append(reads, keys)
 	}
@@ -151,7 +152,7 @@ func (s *DB) decideClaims(ctx context.Context, batch []*claim) error {
 		}
 		return r.Err()
 	}
-	plan := func() (w Writes, err error) {
+	plan := func() (w engine.Writes, err error) {
 		return s.judge(live, rows, seen, alone)
 	}
 	// READ COMMITTED for a batch of several rows: every decision rests on
@@ -172,11 +173,11 @@ func (s *DB) decideClaims(ctx context.Context, batch []*claim) error {
 		iso = sql.LevelReadCommitted
 	}
 	err := s.claimTx(ctx, iso, reads, read, plan)
-	var ce *CommitError
+	var ce *engine.CommitError
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, ErrInFlight), errors.As(err, &ce):
+	case errors.Is(err, engine.ErrInFlight), errors.As(err, &ce):
 		return fmt.Errorf("%w: %v", ledger.ErrAmbiguous, err)
 	case alone && s.D.IsDuplicate(err) && live[0].key() != "":
 		// The key's owner committed first: the mint returns its session.
@@ -206,17 +207,17 @@ type lockedRow struct {
 // (the order every batch takes them in, so that two never deadlock), or
 // by token hash when the batch names one row only. With the row the
 // database's clock, by which every claim of the batch is judged.
-func (s *DB) lockRows(batch []*claim) Stmt {
+func (s *DB) lockRows(batch []*claim) engine.Stmt {
 	sel := `SELECT ` + linkColumns + `, event_seq, ` + s.D.NowSQL + ` FROM links WHERE `
 	ids := distinctIDs(batch)
 	if len(ids) == 0 {
-		return Stmt{SQL: sel + `token_hash = ?` + s.D.LockRows, Args: []any{s.DBNow(), batch[0].hash}}
+		return engine.Stmt{SQL: sel + `token_hash = ?` + s.D.LockRows, Args: []any{s.DBNow(), batch[0].hash}}
 	}
 	args := []any{s.DBNow()}
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	return Stmt{SQL: sel + `id IN (` + marks(len(ids)) + `) ORDER BY id` + s.D.LockRows, Args: args}
+	return engine.Stmt{SQL: sel + `id IN (` + marks(len(ids)) + `) ORDER BY id` + s.D.LockRows, Args: args}
 }
 
 // distinctIDs are the link ids of batch in ascending order, or none when
@@ -241,9 +242,9 @@ func (s *DB) scanLocked(r *sql.Rows, rows map[string]*lockedRow) error {
 	for r.Next() {
 		var (
 			x   lockedRow
-			now TimeCol
+			now engine.TimeCol
 		)
-		l, err := scanLink(WithMore(r, &x.eventSeq, &now))
+		l, err := scanLink(engine.WithMore(r, &x.eventSeq, &now))
 		if err != nil {
 			return err
 		}
@@ -262,7 +263,7 @@ func (s *DB) scanLocked(r *sql.Rows, rows map[string]*lockedRow) error {
 // (TiDB's, taken at BEGIN) a key committed since is not; its INSERT then
 // fails as a duplicate and the mints are decided alone, where the key
 // decides first. Empty when no claim of batch has a key.
-func (s *DB) keysRead(batch []*claim) Stmt {
+func (s *DB) keysRead(batch []*claim) engine.Stmt {
 	var (
 		b    strings.Builder
 		args []any
@@ -278,14 +279,14 @@ func (s *DB) keysRead(batch []*claim) Stmt {
 		args = append(args, c.req.LinkID, c.req.AccountID, c.mint.req.IdempotencyKey)
 	}
 	if b.Len() == 0 {
-		return Stmt{}
+		return engine.Stmt{}
 	}
-	return Stmt{SQL: `SELECT link_id, scope, idem_key FROM session_idempotency WHERE ` + b.String(), Args: args}
+	return engine.Stmt{SQL: `SELECT link_id, scope, idem_key FROM session_idempotency WHERE ` + b.String(), Args: args}
 }
 
 // judge decides each claim of batch from the locked rows, in arrival
 // order, and returns the writes that carry out what it granted.
-func (s *DB) judge(batch []*claim, rows map[string]*lockedRow, seen map[string]bool, alone bool) (Writes, error) {
+func (s *DB) judge(batch []*claim, rows map[string]*lockedRow, seen map[string]bool, alone bool) (engine.Writes, error) {
 	byHash := map[string]*lockedRow{}
 	for _, x := range rows {
 		byHash[string(x.link.TokenHash)] = x
@@ -306,7 +307,7 @@ func (s *DB) judge(batch []*claim, rows map[string]*lockedRow, seen map[string]b
 		}
 		if err := s.hook(ClaimJudged, c.req); err != nil {
 			if !alone {
-				return Writes{}, err // the batch fails; each claim is decided alone
+				return engine.Writes{}, err // the batch fails; each claim is decided alone
 			}
 			c.err = err
 			continue
@@ -348,10 +349,10 @@ func (s *DB) judge(batch []*claim, rows map[string]*lockedRow, seen map[string]b
 		// Alone, a refused keyed mint still tries its key, which decides
 		// first: a duplicate returns the key's session; else the refusal
 		// stands and nothing is kept.
-		return Writes{Stmts: []Stmt{s.keysInsert(batch)}}, nil
+		return engine.Writes{Stmts: []engine.Stmt{s.keysInsert(batch)}}, nil
 	}
 	if len(granted) == 0 {
-		return Writes{}, nil
+		return engine.Writes{}, nil
 	}
 	return s.writes(granted, rows)
 }
@@ -363,7 +364,7 @@ func (s *DB) judge(batch []*claim, rows map[string]*lockedRow, seen map[string]b
 // SQLite an ordinary transaction, which holds the write lock from BEGIN.
 // A failed COMMIT is ErrInFlight or a *commitError; a failure before it
 // committed nothing.
-func (s *DB) claimTx(ctx context.Context, iso sql.IsolationLevel, reads []Stmt, read func(int, *sql.Rows) error, plan func() (Writes, error)) error {
+func (s *DB) claimTx(ctx context.Context, iso sql.IsolationLevel, reads []engine.Stmt, read func(int, *sql.Rows) error, plan func() (engine.Writes, error)) error {
 	if s.D.Batch != nil {
 		return s.D.Batch(ctx, s.Pool, iso, reads, read, plan)
 	}
@@ -395,7 +396,7 @@ func (s *DB) claimTx(ctx context.Context, iso sql.IsolationLevel, reads []Stmt, 
 		if err != nil {
 			return err
 		}
-		n, err := Affected(res)
+		n, err := engine.Affected(res)
 		if err != nil {
 			return err
 		}
@@ -407,8 +408,8 @@ func (s *DB) claimTx(ctx context.Context, iso sql.IsolationLevel, reads []Stmt, 
 	if !w.Commit {
 		return nil
 	}
-	if err := Commit(ctx, tx); err != nil {
-		return &CommitError{err}
+	if err := engine.Commit(ctx, tx); err != nil {
+		return &engine.CommitError{Err: err}
 	}
 	return nil
 }

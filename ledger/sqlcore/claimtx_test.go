@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // lockedLink is a locked row of a stream link with remaining downloads,
@@ -37,7 +38,7 @@ func TestKClaimsOfOneLinkInOneBatchDecrementItOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var updates []Stmt
+	var updates []engine.Stmt
 	for _, st := range w.Stmts {
 		if strings.HasPrefix(st.SQL, "UPDATE links") {
 			updates = append(updates, st)

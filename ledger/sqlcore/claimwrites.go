@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // The writes of a claim transaction (claimtx.go): what it granted, carried
@@ -15,14 +16,14 @@ import (
 
 // writes are the statements that carry out the grants of granted (in
 // arrival order) on the locked rows.
-func (s *DB) writes(granted []*claim, rows map[string]*lockedRow) (Writes, error) {
-	var w Writes
+func (s *DB) writes(granted []*claim, rows map[string]*lockedRow) (engine.Writes, error) {
+	var w engine.Writes
 	if keys := s.keysInsert(granted); keys.SQL != "" {
 		w.Stmts = append(w.Stmts, keys)
 	}
 	evs, err := s.claimEvents(granted, rows)
 	if err != nil {
-		return Writes{}, err
+		return engine.Writes{}, err
 	}
 	w.Stmts = append(w.Stmts, s.decrement(granted, rows), s.grantsInsert(granted))
 	if sess := s.sessionsInsert(granted); sess.SQL != "" {
@@ -57,7 +58,7 @@ const claimableSQL = `remaining >= ? AND revoked_at IS NULL AND expires_at > {no
 // expires_at, which MariaDB chose for "id = ? AND revoked_at IS NULL AND
 // …" and which made two batches wait for each other (1213 in
 // BatchesOfManyLinksOnTwoProcessesNeverDeadlock).
-func (s *DB) decrement(granted []*claim, rows map[string]*lockedRow) Stmt {
+func (s *DB) decrement(granted []*claim, rows map[string]*lockedRow) engine.Stmt {
 	var ids []string
 	for _, c := range granted {
 		if x := rows[c.link.ID]; x.granted > 0 && !slices.Contains(ids, c.link.ID) {
@@ -88,7 +89,7 @@ func (s *DB) decrement(granted []*claim, rows map[string]*lockedRow) Stmt {
 	seq.WriteString(` END`)
 	where.WriteString(` END`)
 	args = append(append(append(args, seqArgs...), stringsAny(ids)...), whereArgs...)
-	return Stmt{
+	return engine.Stmt{
 		SQL: `UPDATE links SET remaining = remaining - ` + take.String() + `, event_seq = event_seq + ` + seq.String() +
 			` WHERE id IN (` + marks(len(ids)) + `) AND ` + where.String(),
 		Args: args,
@@ -97,13 +98,13 @@ func (s *DB) decrement(granted []*claim, rows map[string]*lockedRow) Stmt {
 }
 
 // grantsInsert writes every grant of the batch in one INSERT.
-func (s *DB) grantsInsert(granted []*claim) Stmt {
+func (s *DB) grantsInsert(granted []*claim) engine.Stmt {
 	args := make([]any, 0, 8*len(granted))
 	for _, c := range granted {
 		g := c.grant
-		args = append(args, g.ID, g.LinkID, g.Kind, OrNull(g.AccountID), g.Status, s.TimeArg(g.CreatedAt), g.Client, OrNull(g.SessionID))
+		args = append(args, g.ID, g.LinkID, g.Kind, engine.OrNull(g.AccountID), g.Status, s.TimeArg(g.CreatedAt), g.Client, engine.OrNull(g.SessionID))
 	}
-	return Stmt{
+	return engine.Stmt{
 		SQL:  `INSERT INTO grants (id, link_id, kind, account_id, status, created_at, client, session_id) VALUES ` + rowsOf(len(granted), 8),
 		Args: args,
 		Rows: int64(len(granted)),
@@ -124,7 +125,7 @@ func mintedSession(c *claim, l *ledger.Link) *ledger.Session {
 
 // sessionsInsert writes the sessions the batch mints, their object
 // version copied from the locked link rows; empty when it mints none.
-func (s *DB) sessionsInsert(granted []*claim) Stmt {
+func (s *DB) sessionsInsert(granted []*claim) engine.Stmt {
 	var (
 		n    int
 		args []any
@@ -139,14 +140,14 @@ func (s *DB) sessionsInsert(granted []*claim) Stmt {
 		if !x.Object.LastModified.IsZero() {
 			lastMod = s.TimeArg(x.Object.LastModified)
 		}
-		args = append(args, x.ID, x.TokenHash, x.LinkID, x.GrantID, OrNull(x.AccountID), x.Object.Bucket, x.Object.Key,
+		args = append(args, x.ID, x.TokenHash, x.LinkID, x.GrantID, engine.OrNull(x.AccountID), x.Object.Bucket, x.Object.Key,
 			x.Object.VersionID, x.Object.Size, x.Object.ETag, x.Object.ContentType, lastMod, x.Filename,
-			x.ByteBudget, 0, x.MaxConcurrency, s.TimeArg(x.ExpiresAt), s.TimeArg(x.CreatedAt), OrNull(x.Object.SHA256))
+			x.ByteBudget, 0, x.MaxConcurrency, s.TimeArg(x.ExpiresAt), s.TimeArg(x.CreatedAt), engine.OrNull(x.Object.SHA256))
 	}
 	if n == 0 {
-		return Stmt{}
+		return engine.Stmt{}
 	}
-	return Stmt{
+	return engine.Stmt{
 		SQL: `INSERT INTO sessions (id, token_hash, link_id, grant_id, account_id, bucket, object_key, version_id, size,
   etag, content_type, last_modified, filename, byte_budget, bytes_drawn, max_concurrency, expires_at, created_at, sha256)
 VALUES ` + rowsOf(n, 19),
@@ -157,7 +158,7 @@ VALUES ` + rowsOf(n, 19),
 
 // slotsInsert writes one free slot row per allowed concurrent request of
 // each session the batch mints.
-func (s *DB) slotsInsert(granted []*claim) Stmt {
+func (s *DB) slotsInsert(granted []*claim) engine.Stmt {
 	var (
 		n    int
 		args []any
@@ -172,7 +173,7 @@ func (s *DB) slotsInsert(granted []*claim) Stmt {
 			args = append(args, c.session.ID, i, free)
 		}
 	}
-	return Stmt{
+	return engine.Stmt{
 		SQL:  `INSERT INTO session_slots (session_id, slot, holder, lease_until) VALUES ` + repeatRows(n, "(?, ?, NULL, ?)"),
 		Args: args,
 		Rows: int64(n),
@@ -183,7 +184,7 @@ func (s *DB) slotsInsert(granted []*claim) Stmt {
 // batch; created_at is the database's clock, which orders a client's
 // affinity keys (latestAffinity), so processes agree on the newest.
 // Empty when none has a key.
-func (s *DB) keysInsert(batch []*claim) Stmt {
+func (s *DB) keysInsert(batch []*claim) engine.Stmt {
 	var (
 		n    int
 		args []any
@@ -203,9 +204,9 @@ func (s *DB) keysInsert(batch []*claim) Stmt {
 		}
 	}
 	if n == 0 {
-		return Stmt{}
+		return engine.Stmt{}
 	}
-	return Stmt{
+	return engine.Stmt{
 		SQL:  `INSERT INTO session_idempotency (link_id, scope, idem_key, session_id, created_at) VALUES ` + repeatRows(n, "(?, ?, ?, ?, "+s.D.NowSQL+")"),
 		Args: args,
 		Rows: int64(n),
@@ -218,9 +219,9 @@ func (s *DB) keysInsert(batch []*claim) Stmt {
 // sequence from the locked row on, as the batch's decrement reserves the
 // numbers. Each event reads the row as its own claim left it, as if the
 // claims had run one after another. Empty with webhooks off.
-func (s *DB) claimEvents(granted []*claim, rows map[string]*lockedRow) (Stmt, error) {
+func (s *DB) claimEvents(granted []*claim, rows map[string]*lockedRow) (engine.Stmt, error) {
 	if !s.Webhooks {
-		return Stmt{}, nil
+		return engine.Stmt{}, nil
 	}
 	var (
 		n    int
@@ -234,13 +235,13 @@ func (s *DB) claimEvents(granted []*claim, rows map[string]*lockedRow) (Stmt, er
 			e.Timestamp = ledger.Micro(e.Timestamp)
 			body, err := json.Marshal(e)
 			if err != nil {
-				return Stmt{}, fmt.Errorf("sqlcore: event %s: %w", e.Type, err)
+				return engine.Stmt{}, fmt.Errorf("sqlcore: event %s: %w", e.Type, err)
 			}
 			n++
-			args = append(args, NewID(), c.link.ID, x.eventSeq+int64(x.events), e.Type, string(body), s.TimeArg(created), s.DBNow())
+			args = append(args, engine.NewID(), c.link.ID, x.eventSeq+int64(x.events), e.Type, string(body), s.TimeArg(created), s.DBNow())
 		}
 	}
-	return Stmt{
+	return engine.Stmt{
 		SQL: `INSERT INTO webhook_outbox (event_id, link_id, link_seq, event_type, payload, created_at, next_attempt_at) VALUES ` +
 			repeatRows(n, "(?, ?, ?, ?, ?, ?, "+s.D.NowSQL+")"),
 		Args: args,
@@ -255,7 +256,7 @@ func grantEvents(c *claim) []ledger.Event {
 	expires := l.ExpiresAt
 	evs := []ledger.Event{{Type: ledger.EventGrantCreated, Timestamp: g.CreatedAt, Data: ledger.EventData{
 		LinkID: l.ID, GrantID: g.ID, SessionID: g.SessionID, AccountID: g.AccountID, Client: g.Client,
-		Kind: g.Kind, Downloads: Ptr(l.Allowance), Remaining: Ptr(l.Remaining), ExpiresAt: &expires,
+		Kind: g.Kind, Downloads: engine.Ptr(l.Allowance), Remaining: engine.Ptr(l.Remaining), ExpiresAt: &expires,
 		SHA256: l.Object.SHA256,
 	}}}
 	if m := c.mint; m != nil {
@@ -269,7 +270,7 @@ func grantEvents(c *claim) []ledger.Event {
 	}
 	if l.Remaining <= 0 {
 		evs = append(evs, ledger.Event{Type: ledger.EventLinkExhausted, Timestamp: g.CreatedAt, Data: ledger.EventData{
-			LinkID: l.ID, AccountID: l.AccountID, Downloads: Ptr(l.Allowance), Remaining: Ptr(0), ExpiresAt: &expires,
+			LinkID: l.ID, AccountID: l.AccountID, Downloads: engine.Ptr(l.Allowance), Remaining: engine.Ptr(0), ExpiresAt: &expires,
 		}})
 	}
 	return evs
@@ -307,7 +308,7 @@ func newGrant(req ledger.ClaimRequest, now time.Time, sessionID string) *ledger.
 		client = client[:255]
 	}
 	return &ledger.Grant{
-		ID: NewID(), LinkID: req.LinkID, Kind: req.Kind, AccountID: req.AccountID,
+		ID: engine.NewID(), LinkID: req.LinkID, Kind: req.Kind, AccountID: req.AccountID,
 		Status: ledger.StatusGranted, CreatedAt: now, Client: client, SessionID: sessionID,
 	}
 }

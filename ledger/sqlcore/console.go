@@ -7,6 +7,7 @@ import (
 
 	"github.com/dlgate/dlgate/apikey"
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // Console sessions (SPEC §11, migration 00011): rows every process reads,
@@ -40,15 +41,15 @@ func (s *DB) consoleLiveArgs() []any {
 
 // scanConsole scans a row of consoleSelect into a session and the
 // database's now.
-func scanConsole(r RowScanner) (*ledger.ConsoleSession, TimeCol, error) {
+func scanConsole(r engine.RowScanner) (*ledger.ConsoleSession, engine.TimeCol, error) {
 	var (
 		c                              ledger.ConsoleSession
-		created, expires, seen, now    TimeCol
-		name, scopes                   NullStr
-		kCreated, kExp, kRevoked, kUse TimeCol
+		created, expires, seen, now    engine.TimeCol
+		name, scopes                   engine.NullStr
+		kCreated, kExp, kRevoked, kUse engine.TimeCol
 	)
 	err := r.Scan(&c.ID, &c.Key.ID, &created, &expires, &seen, &name, &scopes, &kCreated, &kExp, &kRevoked, &kUse, &now)
-	if IsNoRows(err) {
+	if engine.IsNoRows(err) {
 		return nil, now, ledger.ErrNotFound
 	}
 	if err != nil {
@@ -71,12 +72,12 @@ func scanConsole(r RowScanner) (*ledger.ConsoleSession, TimeCol, error) {
 // bootstrap token's session needs no row. Errors: ErrInvalid, ErrNotFound,
 // ErrRefused, ErrConflict, ErrUnavailable.
 func (s *DB) ConsoleSessionCreate(ctx context.Context, keyID string, secretHash []byte) (*ledger.ConsoleSession, error) {
-	if len(secretHash) != 32 || keyID == "" || len(keyID) > 36 || !ValidCursorID(keyID) {
+	if len(secretHash) != 32 || keyID == "" || len(keyID) > 36 || !engine.ValidCursorID(keyID) {
 		return nil, fmt.Errorf("%w: a console session needs a key id and the SHA-256 of its secret", ledger.ErrInvalid)
 	}
 	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	id := NewID()
+	id := engine.NewID()
 	args := []any{id, secretHash, s.TimeArg(s.Stamp()), s.DBNow(), ledger.ConsoleLifetime.Microseconds(), s.DBNow()}
 	var q string
 	if keyID == ledger.BootstrapKeyID {
@@ -96,7 +97,7 @@ WHERE id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > {now
 		}
 		return nil, err
 	}
-	if n, err := Affected(res); err != nil {
+	if n, err := engine.Affected(res); err != nil {
 		return nil, s.Classify(err)
 	} else if n == 0 {
 		r, err := s.keyRefusal(ctx, keyID)
@@ -138,7 +139,7 @@ WHERE id = ? AND last_seen_at <= {now+}`), s.TimeArg(now.T), c.ID, s.DBNow(), -l
 	if err != nil {
 		return nil, err
 	}
-	if n, _ := Affected(res); n > 0 {
+	if n, _ := engine.Affected(res); n > 0 {
 		c.LastSeenAt = now.T
 	}
 	return c, nil
@@ -160,22 +161,22 @@ func (s *DB) ConsoleSessionDelete(ctx context.Context, secretHash []byte) error 
 func (s *DB) purgeConsoleSessions(ctx context.Context, tx *sql.Tx, limit int) (int, error) {
 	const dead = `expires_at <= {now} OR last_seen_at <= {now+}`
 	deadArgs := []any{s.DBNow(), s.DBNow(), -ledger.ConsoleIdle.Microseconds()}
-	found, err := ReadIDs(ctx, tx, limit,
-		IDRead{s.Q(`SELECT id FROM console_sessions WHERE expires_at <= {now} ORDER BY expires_at LIMIT ?`) + s.D.SkipLockedSQL(), []any{s.DBNow(), limit}},
-		IDRead{s.Q(`SELECT id FROM console_sessions WHERE last_seen_at <= {now+} ORDER BY last_seen_at LIMIT ?`) + s.D.SkipLockedSQL(),
-			[]any{s.DBNow(), -ledger.ConsoleIdle.Microseconds(), limit}})
+	found, err := engine.ReadIDs(ctx, tx, limit,
+		engine.Read(s.Q(`SELECT id FROM console_sessions WHERE expires_at <= {now} ORDER BY expires_at LIMIT ?`)+s.D.SkipLockedSQL(), s.DBNow(), limit),
+		engine.Read(s.Q(`SELECT id FROM console_sessions WHERE last_seen_at <= {now+} ORDER BY last_seen_at LIMIT ?`)+s.D.SkipLockedSQL(),
+			s.DBNow(), -ledger.ConsoleIdle.Microseconds(), limit))
 	if err != nil {
 		return 0, err
 	}
-	ids := Anys(found)
+	ids := engine.Anys(found)
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	res, err := tx.ExecContext(ctx, s.Q(`DELETE FROM console_sessions WHERE id IN `+Placeholders(len(ids))+` AND (`+dead+`)`),
+	res, err := tx.ExecContext(ctx, s.Q(`DELETE FROM console_sessions WHERE id IN `+engine.Placeholders(len(ids))+` AND (`+dead+`)`),
 		append(ids, deadArgs...)...)
 	if err != nil {
 		return 0, err
 	}
-	n, err := Affected(res)
+	n, err := engine.Affected(res)
 	return int(n), err
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 	"github.com/dlgate/dlgate/sessions"
 )
 
@@ -90,7 +91,7 @@ func (s *DB) recordAlone(ctx context.Context, r streamRecord) error {
 	if err != nil {
 		return err
 	}
-	if n, err := Affected(res); err != nil || n == 1 {
+	if n, err := engine.Affected(res); err != nil || n == 1 {
 		return s.Classify(err)
 	}
 	return s.Classify(s.unrecorded(ctx, s.Pool, r.d))
@@ -120,7 +121,7 @@ func (s *DB) streamRecord(ctx context.Context, d ledger.StreamDelivery) (streamR
 		bctx, cancel := s.Bound(ctx)
 		err := s.Pool.QueryRowContext(bctx, `SELECT l.size FROM grants g JOIN links l ON l.id = g.link_id WHERE g.id = ?`, d.GrantID).Scan(&d.Size)
 		cancel()
-		if IsNoRows(err) {
+		if engine.IsNoRows(err) {
 			return streamRecord{}, ledger.ErrNotFound
 		} else if err != nil {
 			return streamRecord{}, s.Classify(err)
@@ -140,7 +141,7 @@ func (s *DB) recordInTx(ctx context.Context, tx *sql.Tx, r streamRecord) error {
 	var before ledger.DeliveryStatus
 	if s.Webhooks {
 		err := tx.QueryRowContext(ctx, `SELECT delivery_status FROM grants WHERE id = ?`+s.D.LockRows, d.GrantID).Scan(&before)
-		if IsNoRows(err) {
+		if engine.IsNoRows(err) {
 			return ledger.ErrNotFound
 		} else if err != nil {
 			return err
@@ -150,7 +151,7 @@ func (s *DB) recordInTx(ctx context.Context, tx *sql.Tx, r streamRecord) error {
 	if err != nil {
 		return err
 	}
-	if n, err := Affected(res); err != nil || n == 0 {
+	if n, err := engine.Affected(res); err != nil || n == 0 {
 		if err == nil {
 			err = s.unrecorded(ctx, tx, d)
 		}
@@ -183,7 +184,7 @@ func (s *DB) unrecorded(ctx context.Context, q interface {
 	var g recordedGrant
 	err := q.QueryRowContext(ctx, `SELECT kind, attempts FROM grants WHERE id = ?`, d.GrantID).Scan(&g.kind, &g.attempts)
 	switch {
-	case IsNoRows(err):
+	case engine.IsNoRows(err):
 		return ledger.ErrNotFound
 	case err != nil:
 		return err
@@ -252,14 +253,14 @@ func (s *DB) SessionDeliveryRecord(ctx context.Context, d ledger.SessionDelivery
 	at := s.Stamp()
 	return s.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var (
-			stored  NullStr
+			stored  engine.NullStr
 			size    int64
 			grantID string
 			before  ledger.DeliveryStatus
 		)
 		err := tx.QueryRowContext(ctx, `SELECT s.coverage, s.size, s.grant_id, g.delivery_status
 FROM sessions s JOIN grants g ON g.id = s.grant_id WHERE s.id = ?`+s.D.LockRows, d.SessionID).Scan(&stored, &size, &grantID, &before)
-		if IsNoRows(err) {
+		if engine.IsNoRows(err) {
 			return ledger.ErrNotFound
 		} else if err != nil {
 			return err
@@ -271,7 +272,7 @@ FROM sessions s JOIN grants g ON g.id = s.grant_id WHERE s.id = ?`+s.D.LockRows,
 		c.Union(d.Acked)
 		_, err = tx.ExecContext(ctx, s.Q(`UPDATE sessions SET coverage = ?, delivery_written = CASE WHEN ? THEN delivery_written ELSE 1 END,
   bytes_drawn = CASE WHEN bytes_drawn > ? THEN bytes_drawn - ? ELSE 0 END, reported_at = {now} WHERE id = ?`),
-			OrNull(c.Encode()), d.Measured, d.Return, d.Return, s.DBNow(), d.SessionID)
+			engine.OrNull(c.Encode()), d.Measured, d.Return, d.Return, s.DBNow(), d.SessionID)
 		if err != nil {
 			return err
 		}
@@ -291,7 +292,7 @@ WHERE id = ? AND delivery_status = ?`, string(after), c.Bytes(size), done, grant
 		if err != nil {
 			return err
 		}
-		if n, err := Affected(res); err != nil || n == 0 || after != ledger.DeliveryComplete || !s.Webhooks {
+		if n, err := engine.Affected(res); err != nil || n == 0 || after != ledger.DeliveryComplete || !s.Webhooks {
 			return err
 		}
 		g, size, err := s.grantInTx(ctx, tx, grantID)
@@ -333,7 +334,7 @@ WHERE `+where+` AND g.delivery_status <> 'complete' AND g.interrupted_at IS NULL
 	for rows.Next() {
 		var (
 			m                     marked
-			revoked, expires, now TimeCol
+			revoked, expires, now engine.TimeCol
 		)
 		if err := rows.Scan(&m.id, &m.link, &revoked, &expires, &now); err != nil {
 			rows.Close()
@@ -351,7 +352,7 @@ WHERE `+where+` AND g.delivery_status <> 'complete' AND g.interrupted_at IS NULL
 	for _, m := range all {
 		ids = append(ids, m.id)
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE grants SET interrupted_at = ? WHERE id IN `+Placeholders(len(all))+`
+	_, err = tx.ExecContext(ctx, `UPDATE grants SET interrupted_at = ? WHERE id IN `+engine.Placeholders(len(all))+`
   AND delivery_status <> 'complete' AND interrupted_at IS NULL`, ids...)
 	if err != nil || !s.Webhooks {
 		return err
@@ -413,7 +414,7 @@ WHERE link_id = ? AND kind = 'stream' AND status = 'granted' AND delivery_status
 type retryRead struct {
 	id             string
 	attempts, done int
-	until, now     TimeCol
+	until, now     engine.TimeCol
 }
 
 // inFlight is the refusal of a retry while another attempt of the grant
@@ -464,7 +465,7 @@ func (s *DB) GrantRetryBegin(ctx context.Context, req ledger.RetryRequest) (*led
 		var r retryRead
 		err := s.Pool.QueryRowContext(ctx, s.Q(retryCandidateSQL+where), append([]any{s.DBNow(), req.LinkID, s.DBNow()}, args...)...).
 			Scan(&r.id, &r.attempts, &r.done, &r.until, &r.now)
-		if IsNoRows(err) {
+		if engine.IsNoRows(err) {
 			return r, ledger.ErrNotFound
 		}
 		return r, s.Classify(err)
@@ -552,7 +553,7 @@ WHERE id = ? AND attempts = ? AND attempts_ended < ? AND attempt_until IS NOT NU
 // matched is nil when the statement of res matched a row, else none (or
 // why its row count is unknown).
 func (s *DB) matched(res sql.Result, none error) error {
-	n, err := Affected(res)
+	n, err := engine.Affected(res)
 	switch {
 	case err != nil:
 		return s.Classify(err)
@@ -578,9 +579,9 @@ func (s *DB) grantByID(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, id, suffix string) (*ledger.Grant, int64, error) {
 	var size int64
-	g, err := scanGrant(WithMore(q.QueryRowContext(ctx, `SELECT `+grantColumns+`,
+	g, err := scanGrant(engine.WithMore(q.QueryRowContext(ctx, `SELECT `+grantColumns+`,
   (SELECT l.size FROM links l WHERE l.id = g.link_id)`+grantFrom+` WHERE g.id = ?`+suffix, id), &size), &size)
-	if IsNoRows(err) {
+	if engine.IsNoRows(err) {
 		return nil, 0, ledger.ErrNotFound
 	}
 	return g, size, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // The backfill of SHA-256s (ledger.Digests): versions the gateway stored
@@ -79,11 +80,11 @@ func (s *DB) DigestRecord(ctx context.Context, o ledger.Object, sum string) erro
 	}
 	h := versionHash(o)
 	return s.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var recorded NullStr
+		var recorded engine.NullStr
 		err := tx.QueryRowContext(ctx, `SELECT sha256 FROM objects WHERE version_hash = ? AND size = ? AND etag = ?`+s.D.LockRows,
 			h, o.Size, o.ETag).Scan(&recorded)
 		switch {
-		case IsNoRows(err):
+		case engine.IsNoRows(err):
 			return fmt.Errorf("%w: %s@%s is not a stored version of %d bytes with ETag %s", ledger.ErrNotFound, o.Key, o.VersionID, o.Size, o.ETag)
 		case err != nil:
 			return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 	"github.com/dlgate/dlgate/sessions"
 )
 
@@ -22,11 +23,11 @@ const grantFrom = ` FROM grants g LEFT JOIN sessions s ON s.id = g.session_id`
 // scanGrant scans grantColumns of a grant of an object version of *size
 // bytes (read after the scan, so a query may select the size beside the
 // grant: withMore).
-func scanGrant(r RowScanner, sizeOf *int64) (*ledger.Grant, error) {
+func scanGrant(r engine.RowScanner, sizeOf *int64) (*ledger.Grant, error) {
 	var (
 		g                                ledger.Grant
-		account, session, coverage       NullStr
-		created, refunded, done, stopped TimeCol
+		account, session, coverage       engine.NullStr
+		created, refunded, done, stopped engine.TimeCol
 		gWritten, sWritten               bool
 		ended                            int
 		d                                = &g.Delivery
@@ -89,7 +90,7 @@ func (s *DB) GrantList(ctx context.Context, q ledger.GrantQuery) (ledger.Page, e
 	defer cancel()
 	var size int64
 	if err := s.Pool.QueryRowContext(ctx, `SELECT size FROM links WHERE id = ?`, q.LinkID).Scan(&size); err != nil {
-		if IsNoRows(err) {
+		if engine.IsNoRows(err) {
 			return ledger.Page{}, ledger.ErrNotFound
 		}
 		return ledger.Page{}, s.Classify(err)
@@ -101,7 +102,7 @@ func (s *DB) GrantList(ctx context.Context, q ledger.GrantQuery) (ledger.Page, e
 		args = append(args, string(q.Delivery))
 	}
 	if q.Cursor != "" {
-		at, id, err := DecodeCursor(q.Cursor)
+		at, id, err := engine.DecodeCursor(q.Cursor)
 		if err != nil {
 			return ledger.Page{}, err
 		}
@@ -126,6 +127,6 @@ func (s *DB) GrantList(ctx context.Context, q ledger.GrantQuery) (ledger.Page, e
 	if err := rows.Err(); err != nil {
 		return ledger.Page{}, s.Classify(err)
 	}
-	page.Grants, page.Next = PageOf(page.Grants, limit, true, func(g *ledger.Grant) (time.Time, string) { return g.CreatedAt, g.ID })
+	page.Grants, page.Next = engine.PageOf(page.Grants, limit, true, func(g *ledger.Grant) (time.Time, string) { return g.CreatedAt, g.ID })
 	return page, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // Group claims (SPEC §1): claims that arrive while this process's claim
@@ -182,7 +183,7 @@ func (s *DB) decideBatch(batch []*claim) {
 		}
 	}
 	if deadline.IsZero() {
-		deadline = time.Now().Add(s.timeout())
+		deadline = time.Now().Add(s.CallTimeout())
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
@@ -218,18 +219,18 @@ func (s *DB) decideAlone(ctx context.Context, c *claim, waited time.Duration) {
 	err := s.Retry(ctx, func() error {
 		err := s.guarded(func() error { return s.decideClaims(ctx, []*claim{c}) })
 		if errors.Is(err, ledger.ErrAmbiguous) {
-			return &CommitError{err} // never run again
+			return &engine.CommitError{Err: err} // never run again
 		}
 		return err
 	})
 	if s.OnClaimBatch != nil {
 		s.observe(1, []time.Duration{waited}, err)
 	}
-	var ce *CommitError
+	var ce *engine.CommitError
 	switch {
 	case errors.As(err, &ce):
-		c.err = ce.err
-		s.reconcile(ctx, []*claim{c}, ce.err)
+		c.err = ce.Err
+		s.reconcile(ctx, []*claim{c}, ce.Err)
 	case err != nil:
 		c.reset()
 		c.err = s.Classify(err)
@@ -251,9 +252,9 @@ func (s *DB) guarded(fn func() error) (err error) {
 // queue waits of the claims it decided, its error.
 func (s *DB) observe(size int, queueWaits []time.Duration, err error) {
 	if s.OnClaimBatch != nil {
-		var ce *CommitError
+		var ce *engine.CommitError
 		if errors.As(err, &ce) {
-			err = ce.err
+			err = ce.Err
 		}
 		s.OnClaimBatch(ClaimBatchStats{Size: size, QueueWaits: queueWaits, Err: err})
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dlgate/dlgate/apikey"
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // Operators' API keys (SPEC §6, migration 00011). The ledger holds a key's
@@ -21,14 +22,14 @@ const touchEvery = time.Minute
 
 const keyColumns = `id, name, scopes, created_at, expires_at, revoked_at, last_used_at`
 
-func scanKey(r RowScanner) (*ledger.Key, error) {
+func scanKey(r engine.RowScanner) (*ledger.Key, error) {
 	var (
 		k                              ledger.Key
 		scopes                         string
-		created, expires, revoked, use TimeCol
+		created, expires, revoked, use engine.TimeCol
 	)
 	if err := r.Scan(&k.ID, &k.Name, &scopes, &created, &expires, &revoked, &use); err != nil {
-		if IsNoRows(err) {
+		if engine.IsNoRows(err) {
 			return nil, ledger.ErrNotFound
 		}
 		return nil, err
@@ -49,14 +50,14 @@ func (s *DB) KeyCreate(ctx context.Context, p ledger.KeyCreateParams) (*ledger.K
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if !p.ExpiresAt.IsZero() && !Storable(p.ExpiresAt) {
-		return nil, fmt.Errorf("%w: expiry outside %v..%v", ledger.ErrInvalid, StorableMin, StorableMax)
+	if !p.ExpiresAt.IsZero() && !engine.Storable(p.ExpiresAt) {
+		return nil, fmt.Errorf("%w: expiry outside %v..%v", ledger.ErrInvalid, engine.StorableMin, engine.StorableMax)
 	}
 	a, err := actorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	k := &ledger.Key{ID: NewID(), Name: p.Name, Scopes: p.Scopes, CreatedAt: s.Stamp()}
+	k := &ledger.Key{ID: engine.NewID(), Name: p.Name, Scopes: p.Scopes, CreatedAt: s.Stamp()}
 	var expires any
 	if !p.ExpiresAt.IsZero() {
 		at := ledger.Micro(p.ExpiresAt)
@@ -93,12 +94,12 @@ VALUES (?, ?, ?, ?, ?, ?)`, k.ID, k.Name, p.SecretHash, k.Scopes.String(), s.Tim
 func (s *DB) mayGive(ctx context.Context, tx *sql.Tx, id string, give apikey.Scopes) error {
 	var (
 		text             string
-		expires, revoked TimeCol
-		now              TimeCol
+		expires, revoked engine.TimeCol
+		now              engine.TimeCol
 	)
 	err := tx.QueryRowContext(ctx, s.Q(`SELECT scopes, expires_at, revoked_at, {now} FROM api_keys WHERE id = ?`)+s.D.LockRows,
 		s.DBNow(), id).Scan(&text, &expires, &revoked, &now)
-	if IsNoRows(err) {
+	if engine.IsNoRows(err) {
 		return ledger.Refused(ledger.ReasonUnknown)
 	}
 	if err != nil {
@@ -146,8 +147,8 @@ func (s *DB) KeyGetByHash(ctx context.Context, hash []byte) (*ledger.Key, error)
 	}
 	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	var now TimeCol
-	k, err := scanKey(WithNow(s.Pool.QueryRowContext(ctx, s.Q(`SELECT `+keyColumns+`, {now} FROM api_keys WHERE secret_hash = ?`),
+	var now engine.TimeCol
+	k, err := scanKey(engine.WithNow(s.Pool.QueryRowContext(ctx, s.Q(`SELECT `+keyColumns+`, {now} FROM api_keys WHERE secret_hash = ?`),
 		s.DBNow(), hash), &now))
 	if err != nil {
 		return nil, s.Classify(err)
@@ -171,7 +172,7 @@ func (s *DB) KeyList(ctx context.Context, cursor string, limit int) (ledger.KeyP
 	q := `SELECT ` + keyColumns + ` FROM api_keys`
 	var args []any
 	if cursor != "" {
-		at, id, err := DecodeCursor(cursor)
+		at, id, err := engine.DecodeCursor(cursor)
 		if err != nil {
 			return ledger.KeyPage{}, err
 		}
@@ -196,7 +197,7 @@ func (s *DB) KeyList(ctx context.Context, cursor string, limit int) (ledger.KeyP
 	if err := rows.Err(); err != nil {
 		return ledger.KeyPage{}, s.Classify(err)
 	}
-	page.Keys, page.Next = PageOf(page.Keys, limit, true, func(k *ledger.Key) (time.Time, string) { return k.CreatedAt, k.ID })
+	page.Keys, page.Next = engine.PageOf(page.Keys, limit, true, func(k *ledger.Key) (time.Time, string) { return k.CreatedAt, k.ID })
 	return page, nil
 }
 
@@ -214,13 +215,13 @@ func (s *DB) KeyRevoke(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		if n, err := Affected(res); err != nil {
+		if n, err := engine.Affected(res); err != nil {
 			return err
 		} else if n == 0 {
 			// A locking read, as whyNotUpdated's: a snapshot taken at
 			// BEGIN (TiDB) might not hold a key made and revoked since.
 			var one int
-			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM api_keys WHERE id = ?`+s.D.LockRows, id).Scan(&one); IsNoRows(err) {
+			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM api_keys WHERE id = ?`+s.D.LockRows, id).Scan(&one); engine.IsNoRows(err) {
 				return ledger.ErrNotFound
 			} else if err != nil {
 				return err
@@ -254,7 +255,7 @@ WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= {now+})`), s.DBNow(), 
 	if err != nil {
 		return false, err
 	}
-	n, err := Affected(res)
+	n, err := engine.Affected(res)
 	return n > 0, s.Classify(err)
 }
 
@@ -262,10 +263,10 @@ WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= {now+})`), s.DBNow(), 
 // now: ErrNotFound when there is no such key, else its refusal ("" when
 // it can be used).
 func (s *DB) keyRefusal(ctx context.Context, id string) (ledger.Reason, error) {
-	var expires, revoked, now TimeCol
+	var expires, revoked, now engine.TimeCol
 	err := s.Pool.QueryRowContext(ctx, s.Q(`SELECT expires_at, revoked_at, {now} FROM api_keys WHERE id = ?`), s.DBNow(), id).
 		Scan(&expires, &revoked, &now)
-	if IsNoRows(err) {
+	if engine.IsNoRows(err) {
 		return "", ledger.ErrNotFound
 	}
 	if err != nil {

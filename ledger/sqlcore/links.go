@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 const linkColumns = `id, token_hash, bucket, object_key, version_id, size, etag, content_type,
@@ -15,11 +16,11 @@ const linkColumns = `id, token_hash, bucket, object_key, version_id, size, etag,
   created_at, delivery, confirm, session_ttl_ms, session_byte_budget,
   session_max_concurrency, idempotency_key, sha256, retries`
 
-func scanLink(r RowScanner) (*ledger.Link, error) {
+func scanLink(r engine.RowScanner) (*ledger.Link, error) {
 	var (
 		l                             ledger.Link
-		lastMod, expires, revoked, at TimeCol
-		account, idem, sum            NullStr
+		lastMod, expires, revoked, at engine.TimeCol
+		account, idem, sum            engine.NullStr
 		confirm                       bool
 		ttlMS                         int64
 	)
@@ -49,10 +50,10 @@ func (s *DB) LinkCreate(ctx context.Context, l *ledger.Link) (*ledger.Link, bool
 	if err := l.Validate(); err != nil {
 		return nil, false, err
 	}
-	if !Storable(l.ExpiresAt) {
+	if !engine.Storable(l.ExpiresAt) {
 		// SQLite would store it; MySQL's DATETIME would refuse it with a
 		// server error. Both refuse it the same way instead.
-		return nil, false, fmt.Errorf("%w: expiry outside %v..%v", ledger.ErrInvalid, StorableMin, StorableMax)
+		return nil, false, fmt.Errorf("%w: expiry outside %v..%v", ledger.ErrInvalid, engine.StorableMin, engine.StorableMax)
 	}
 	a, err := actorOf(ctx)
 	if err != nil {
@@ -83,10 +84,10 @@ func (s *DB) LinkCreate(ctx context.Context, l *ledger.Link) (*ledger.Link, bool
 		_, err = tx.ExecContext(ctx, `INSERT INTO links (`+linkColumns+`)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			in.ID, in.TokenHash, in.Object.Bucket, in.Object.Key, in.Object.VersionID, in.Object.Size,
-			in.Object.ETag, in.Object.ContentType, lastMod, in.Filename, OrNull(in.AccountID),
+			in.Object.ETag, in.Object.ContentType, lastMod, in.Filename, engine.OrNull(in.AccountID),
 			in.Allowance, in.Remaining, s.TimeArg(in.ExpiresAt), s.TimeArg(in.CreatedAt), in.Delivery, in.Confirm,
 			in.Session.TTL.Milliseconds(), in.Session.ByteBudget, in.Session.MaxConcurrency,
-			OrNull(in.IdempotencyKey), OrNull(in.Object.SHA256), in.Retries)
+			engine.OrNull(in.IdempotencyKey), engine.OrNull(in.Object.SHA256), in.Retries)
 		if err != nil {
 			return err
 		}
@@ -121,8 +122,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, 
 func (s *DB) LinkGetByTokenHash(ctx context.Context, hash []byte) (*ledger.Link, error) {
 	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	var now TimeCol
-	l, err := scanLink(WithNow(s.Pool.QueryRowContext(ctx,
+	var now engine.TimeCol
+	l, err := scanLink(engine.WithNow(s.Pool.QueryRowContext(ctx,
 		s.Q(`SELECT `+linkColumns+`, {now} FROM links WHERE token_hash = ?`), s.DBNow(), hash), &now))
 	if err == nil {
 		l.ReadAt = now.T
@@ -194,7 +195,7 @@ func (s *DB) LinkRevoke(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		revoked, err := Affected(res)
+		revoked, err := engine.Affected(res)
 		if err != nil {
 			return err
 		} else if revoked == 0 {
@@ -218,7 +219,7 @@ func (s *DB) LinkRevoke(ctx context.Context, id string) error {
 		if err != nil || revoked == 0 {
 			return err
 		}
-		sessions, err := Affected(res)
+		sessions, err := engine.Affected(res)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // LinkList returns one page of links, newest first, with their counts.
@@ -55,7 +56,7 @@ func (s *DB) LinkList(ctx context.Context, q ledger.ListQuery) (ledger.LinkPage,
 		return ledger.LinkPage{}, s.Classify(err)
 	}
 	rows.Close()
-	page.Links, page.Next = PageOf(page.Links, limit, false, func(l *ledger.LinkStatus) (time.Time, string) { return l.CreatedAt, l.ID })
+	page.Links, page.Next = engine.PageOf(page.Links, limit, false, func(l *ledger.LinkStatus) (time.Time, string) { return l.CreatedAt, l.ID })
 	if err := s.countPage(ctx, page.Links); err != nil {
 		return ledger.LinkPage{}, err
 	}
@@ -93,18 +94,18 @@ func (s *DB) listWhere(q ledger.ListQuery) (string, []any, error) {
 	if !q.CreatedAfter.IsZero() {
 		// Stored times are whole microseconds: "after t" is "after t
 		// truncated".
-		conds, args = append(conds, "created_at > ?"), append(args, s.TimeArg(ClampTime(q.CreatedAfter)))
+		conds, args = append(conds, "created_at > ?"), append(args, s.TimeArg(engine.ClampTime(q.CreatedAfter)))
 	}
 	if !q.CreatedBefore.IsZero() {
 		// …and "before t" is "before t rounded up to the microsecond".
-		before := ClampTime(q.CreatedBefore)
+		before := engine.ClampTime(q.CreatedBefore)
 		if ledger.Micro(before).Before(before) {
 			before = before.Add(time.Microsecond)
 		}
 		conds, args = append(conds, "created_at < ?"), append(args, s.TimeArg(before))
 	}
 	if q.Cursor != "" {
-		at, id, err := DecodeCursor(q.Cursor)
+		at, id, err := engine.DecodeCursor(q.Cursor)
 		if err != nil {
 			return "", nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // The object lifecycle (SPEC §6): versions the gateway stored, and their
@@ -39,12 +40,12 @@ type objectRow struct {
 	decidedBy *ledger.Actor
 }
 
-func scanObject(r RowScanner) (*objectRow, error) {
+func scanObject(r engine.RowScanner) (*objectRow, error) {
 	var (
 		o                                        objectRow
-		stored, deleted, check, linked, released TimeCol
+		stored, deleted, check, linked, released engine.TimeCol
 		state                                    string
-		sum, byID, byName                        NullStr
+		sum, byID, byName                        engine.NullStr
 	)
 	err := r.Scan(&o.Bucket, &o.Key, &o.VersionID, &o.Size, &o.ETag, &o.ContentType, &stored,
 		&state, &o.Attempts, &deleted, &check, &linked, &released, &sum, &byID, &byName)
@@ -88,12 +89,12 @@ func (s *DB) ObjectRecord(ctx context.Context, o ledger.Object) error {
 		// and then schedules it (see DeletionClaim).
 		_, err := tx.ExecContext(ctx, `INSERT INTO objects (version_hash, bucket, object_key, version_id, size, etag,
   content_type, stored_at, state, check_at, sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'stored', ?, ?)`,
-			h, o.Bucket, o.Key, o.VersionID, o.Size, o.ETag, o.ContentType, now, now, OrNull(o.SHA256))
+			h, o.Bucket, o.Key, o.VersionID, o.Size, o.ETag, o.ContentType, now, now, engine.OrNull(o.SHA256))
 		if err != nil && s.D.IsDuplicate(err) {
 			_, err = tx.ExecContext(ctx, `UPDATE objects SET size = ?, etag = ?, content_type = ?, stored_at = ?,
   state = 'stored', check_at = ?, decided_at = NULL, attempts = 0, last_error = NULL, deleted_at = NULL, sha256 = ?,
   decided_by_key_id = NULL, decided_by_key_name = NULL
-WHERE version_hash = ?`, o.Size, o.ETag, o.ContentType, now, now, OrNull(o.SHA256), h)
+WHERE version_hash = ?`, o.Size, o.ETag, o.ContentType, now, now, engine.OrNull(o.SHA256), h)
 		}
 		if err != nil {
 			return err
@@ -134,13 +135,13 @@ func (s *DB) pinStored(ctx context.Context, tx *sql.Tx, o ledger.Object, now any
 	if err != nil {
 		return "", err
 	}
-	if n, err := Affected(res); err != nil {
+	if n, err := engine.Affected(res); err != nil {
 		return "", err
 	} else if n > 0 {
-		var sum NullStr
+		var sum engine.NullStr
 		err := tx.QueryRowContext(ctx, `SELECT sha256 FROM objects WHERE version_hash = ? AND size = ? AND etag = ?`,
 			h, o.Size, o.ETag).Scan(&sum)
-		if IsNoRows(err) {
+		if engine.IsNoRows(err) {
 			return "", nil
 		}
 		return string(sum), err
@@ -148,7 +149,7 @@ func (s *DB) pinStored(ctx context.Context, tx *sql.Tx, o ledger.Object, now any
 	var state string
 	err = tx.QueryRowContext(ctx, `SELECT state FROM objects WHERE version_hash = ?`, h).Scan(&state)
 	switch {
-	case IsNoRows(err):
+	case engine.IsNoRows(err):
 		return "", nil
 	case err != nil:
 		return "", err
@@ -173,7 +174,7 @@ func (s *DB) DeletionFinish(ctx context.Context, d ledger.Deletion, failure erro
 			// the audit retention reads.
 			res, err = tx.ExecContext(ctx, s.Q(`UPDATE objects SET state = 'deleted', deleted_at = ?, check_at = {now},
   last_error = NULL WHERE version_hash = ? AND state = 'deleting'`), s.TimeArg(now), s.DBNow(), h)
-			if n, aerr := Affected(res); err == nil && aerr == nil && n > 0 {
+			if n, aerr := engine.Affected(res); err == nil && aerr == nil && n > 0 {
 				return s.enqueue(ctx, tx, ledger.Event{Type: ledger.EventObjectDeleted, Timestamp: now, Data: ledger.EventData{
 					Object: ledger.EventObjectOf(d.Object),
 					Actor:  ledger.EventActorOf(d.DecidedBy)}})
@@ -187,11 +188,11 @@ func (s *DB) DeletionFinish(ctx context.Context, d ledger.Deletion, failure erro
 		if err != nil {
 			return err
 		}
-		if n, err := Affected(res); err != nil || n > 0 {
+		if n, err := engine.Affected(res); err != nil || n > 0 {
 			return err
 		}
 		var one int
-		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM objects WHERE version_hash = ?`, h).Scan(&one); IsNoRows(err) {
+		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM objects WHERE version_hash = ?`, h).Scan(&one); engine.IsNoRows(err) {
 			return ledger.ErrNotFound
 		} else if err != nil {
 			return err
@@ -218,7 +219,7 @@ func clip(s string, n int) string {
 // not one statement's WHERE clause, but it is still the database's clock
 // that judges it, never a process's.
 func (s *DB) txNow(ctx context.Context, tx *sql.Tx) (time.Time, error) {
-	var now TimeCol
+	var now engine.TimeCol
 	if err := tx.QueryRowContext(ctx, s.Q(`SELECT {now}`), s.DBNow()).Scan(&now); err != nil {
 		return time.Time{}, err
 	}
@@ -234,8 +235,8 @@ func (s *DB) lease(ctx context.Context, tx *sql.Tx, row *objectRow, now time.Tim
 
 // capTime keeps a computed time within what every backend stores.
 func capTime(t time.Time) time.Time {
-	if t.After(StorableMax) {
-		return StorableMax
+	if t.After(engine.StorableMax) {
+		return engine.StorableMax
 	}
 	return t
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // The webhook outbox (SPEC §6, migrations 00005). The writing side is
@@ -72,7 +73,7 @@ func (s *DB) enqueueAll(ctx context.Context, tx *sql.Tx, evs ...ledger.Event) er
 			b.WriteString(", ")
 		}
 		b.WriteString("(?, ?, ?, ?, ?, ?, {now})")
-		args = append(args, NewID(), OrNull(link), seq, e.Type, string(body), s.TimeArg(created), s.DBNow())
+		args = append(args, engine.NewID(), engine.OrNull(link), seq, e.Type, string(body), s.TimeArg(created), s.DBNow())
 	}
 	_, err := tx.ExecContext(ctx, s.Q(b.String()), args...)
 	return err
@@ -84,7 +85,7 @@ func linkEvent(typ string, l *ledger.Link, at time.Time, a *ledger.Actor) ledger
 	expires := l.ExpiresAt
 	return ledger.Event{Type: typ, Timestamp: at, Data: ledger.EventData{
 		Actor:  ledger.EventActorOf(a),
-		LinkID: l.ID, AccountID: l.AccountID, Downloads: Ptr(l.Allowance), Remaining: Ptr(l.Remaining),
+		LinkID: l.ID, AccountID: l.AccountID, Downloads: engine.Ptr(l.Allowance), Remaining: engine.Ptr(l.Remaining),
 		Delivery: l.Delivery, Filename: l.Filename, ExpiresAt: &expires,
 		Object: ledger.EventObjectOf(l.Object),
 	}}
@@ -98,9 +99,9 @@ func (s *DB) enqueueRefund(ctx context.Context, tx *sql.Tx, grantID string) erro
 	}
 	var (
 		d                     ledger.EventData
-		account, session, sum NullStr
+		account, session, sum engine.NullStr
 		allowance, remaining  int
-		expires, at           TimeCol
+		expires, at           engine.TimeCol
 	)
 	err := tx.QueryRowContext(ctx, `SELECT g.link_id, g.account_id, g.client, g.kind, g.session_id,
   g.refunded_at, l.allowance, l.remaining, l.expires_at, l.sha256
@@ -110,7 +111,7 @@ FROM grants g JOIN links l ON l.id = g.link_id WHERE g.id = ?`, grantID).Scan(
 		return err
 	}
 	d.GrantID, d.AccountID, d.SessionID, d.SHA256 = grantID, string(account), string(session), string(sum)
-	d.Downloads, d.Remaining, d.ExpiresAt = Ptr(allowance), Ptr(remaining), &expires.T
+	d.Downloads, d.Remaining, d.ExpiresAt = engine.Ptr(allowance), engine.Ptr(remaining), &expires.T
 	return s.enqueue(ctx, tx, ledger.Event{Type: ledger.EventGrantRefunded, Timestamp: at.T, Data: d})
 }
 
@@ -122,8 +123,8 @@ func deliveryEvent(typ string, g *ledger.Grant, size int64, reason string, at ti
 	d := g.Delivery
 	return ledger.Event{Type: typ, Timestamp: at, Data: ledger.EventData{
 		LinkID: g.LinkID, GrantID: g.ID, SessionID: g.SessionID, AccountID: g.AccountID, Client: g.Client,
-		Kind: g.Kind, Size: Ptr(size), BytesAcked: Ptr(d.BytesAcked), Coverage: Ptr(d.Coverage),
-		Attempts: Ptr(d.Attempts), Measured: Ptr(d.Measured), DeliveredAt: d.DeliveredAt, Reason: reason,
+		Kind: g.Kind, Size: engine.Ptr(size), BytesAcked: engine.Ptr(d.BytesAcked), Coverage: engine.Ptr(d.Coverage),
+		Attempts: engine.Ptr(d.Attempts), Measured: engine.Ptr(d.Measured), DeliveredAt: d.DeliveredAt, Reason: reason,
 	}}
 }
 
@@ -195,9 +196,9 @@ func (s *DB) outboxTx(ctx context.Context, fn func(ctx context.Context, tx *sql.
 	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	err := s.Retry(ctx, func() error { return s.TryTx(ctx, s.D.SweepTx, fn) })
-	var ce *CommitError
+	var ce *engine.CommitError
 	if errors.As(err, &ce) {
-		err = ce.err
+		err = ce.Err
 	}
 	return s.Classify(err)
 }
@@ -219,8 +220,8 @@ func (s *DB) EventClaim(ctx context.Context, holder string, limit int, lease tim
 		if err != nil || len(cands) == 0 {
 			return err
 		}
-		id := NewID()
-		in := Placeholders(len(cands))
+		id := engine.NewID()
+		in := engine.Placeholders(len(cands))
 		seqs := make([]any, 0, len(cands))
 		for _, e := range cands {
 			seqs = append(seqs, e.Seq)
@@ -232,7 +233,7 @@ WHERE seq IN `+in+` AND status = 'pending' AND next_attempt_at <= {now}`), appen
 		if err != nil {
 			return err
 		}
-		if n, err := Affected(res); err != nil || n == 0 {
+		if n, err := engine.Affected(res); err != nil || n == 0 {
 			return err
 		}
 		// What this call leased, with the attempt it made: the count may
@@ -287,7 +288,7 @@ func (s *DB) dueEvents(ctx context.Context, tx *sql.Tx, limit int) ([]ledger.Out
 		}
 	}
 	visited := 0
-	err := readRows(ctx, tx, s.Q(dueWindowSQL), []any{s.DBNow(), window}, func(r RowScanner) error {
+	err := readRows(ctx, tx, s.Q(dueWindowSQL), []any{s.DBNow(), window}, func(r engine.RowScanner) error {
 		var (
 			seq  int64
 			head int
@@ -306,7 +307,7 @@ func (s *DB) dueEvents(ctx context.Context, tx *sql.Tx, limit int) ([]ledger.Out
 	}
 	if len(seqs) < want && visited == window {
 		for _, q := range []string{dueHeadsSQL, dueUnlinkedSQL} {
-			err := readRows(ctx, tx, s.Q(q), []any{s.DBNow(), want}, func(r RowScanner) error {
+			err := readRows(ctx, tx, s.Q(q), []any{s.DBNow(), want}, func(r engine.RowScanner) error {
 				var seq int64
 				if err := r.Scan(&seq); err != nil {
 					return err
@@ -324,12 +325,12 @@ func (s *DB) dueEvents(ctx context.Context, tx *sql.Tx, limit int) ([]ledger.Out
 	}
 	var out []ledger.OutboxEvent
 	err = readRows(ctx, tx, s.Q(`SELECT `+outboxColumns+` FROM webhook_outbox
-WHERE seq IN `+Placeholders(len(seqs))+` AND status = 'pending' AND next_attempt_at <= {now}
-ORDER BY next_attempt_at, seq LIMIT ?`)+s.D.SkipLockedSQL(), append(seqs, s.DBNow(), limit), func(r RowScanner) error {
+WHERE seq IN `+engine.Placeholders(len(seqs))+` AND status = 'pending' AND next_attempt_at <= {now}
+ORDER BY next_attempt_at, seq LIMIT ?`)+s.D.SkipLockedSQL(), append(seqs, s.DBNow(), limit), func(r engine.RowScanner) error {
 		var (
 			e    ledger.OutboxEvent
-			link NullStr
-			at   TimeCol
+			link engine.NullStr
+			at   engine.TimeCol
 		)
 		if err := r.Scan(&e.Seq, &e.ID, &link, &e.Type, &e.Body, &at, &e.Attempts); err != nil {
 			return err
@@ -342,7 +343,7 @@ ORDER BY next_attempt_at, seq LIMIT ?`)+s.D.SkipLockedSQL(), append(seqs, s.DBNo
 }
 
 // readRows runs query in tx and hands each row to scan.
-func readRows(ctx context.Context, tx *sql.Tx, query string, args []any, scan func(RowScanner) error) error {
+func readRows(ctx context.Context, tx *sql.Tx, query string, args []any, scan func(engine.RowScanner) error) error {
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
@@ -386,7 +387,7 @@ func lostLease(res sql.Result, err error) error {
 	if err != nil {
 		return err
 	}
-	n, err := Affected(res)
+	n, err := engine.Affected(res)
 	if err != nil {
 		return err
 	}
@@ -446,11 +447,11 @@ func (s *DB) finishBatch(ctx context.Context, where string, whereArgs []any, lim
 			return nil
 		}
 		args := append(append(append([]any(nil), changeArgs...), seqs...), whereArgs...)
-		res, err := tx.ExecContext(ctx, s.Q(change+` WHERE seq IN `+Placeholders(len(seqs))+` AND `+where), args...)
+		res, err := tx.ExecContext(ctx, s.Q(change+` WHERE seq IN `+engine.Placeholders(len(seqs))+` AND `+where), args...)
 		if err != nil {
 			return err
 		}
-		k, err := Affected(res)
+		k, err := engine.Affected(res)
 		n = int(k)
 		return err
 	})
@@ -465,7 +466,7 @@ func (s *DB) finishBatch(ctx context.Context, where string, whereArgs []any, lim
 func (s *DB) OutboxAge(ctx context.Context) (time.Duration, error) {
 	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	var oldest, now TimeCol
+	var oldest, now engine.TimeCol
 	err := s.Pool.QueryRowContext(ctx, s.Q(`SELECT MIN(created_at), {now} FROM webhook_outbox WHERE status = 'pending'`),
 		s.DBNow()).Scan(&oldest, &now)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // The stream delivery records of one process are written together
@@ -133,10 +134,10 @@ func (s *DB) writeRecordsAtOnce(ctx context.Context, batch []*pendingRecord, out
 		return s.writeRecordsJoined(ctx, batch, outcomes)
 	}
 	var counts []int64
-	err := s.claimTx(ctx, sql.LevelDefault, nil, func(int, *sql.Rows) error { return nil }, func() (Writes, error) {
-		w := Writes{Stmts: make([]Stmt, len(batch)), Commit: true, Seen: func(c []int64) { counts = c }}
+	err := s.claimTx(ctx, sql.LevelDefault, nil, func(int, *sql.Rows) error { return nil }, func() (engine.Writes, error) {
+		w := engine.Writes{Stmts: make([]engine.Stmt, len(batch)), Commit: true, Seen: func(c []int64) { counts = c }}
 		for i, p := range batch {
-			w.Stmts[i] = Stmt{SQL: recordStreamSQL, Args: p.r.args, Rows: AnyRows}
+			w.Stmts[i] = engine.Stmt{SQL: recordStreamSQL, Args: p.r.args, Rows: engine.AnyRows}
 		}
 		return w, nil
 	})
@@ -178,7 +179,7 @@ func (s *DB) writeRecordsJoined(ctx context.Context, batch []*pendingRecord, out
 	if err != nil {
 		return err
 	}
-	n, err := Affected(res)
+	n, err := engine.Affected(res)
 	if err != nil {
 		return err
 	}
@@ -242,7 +243,7 @@ func (s *DB) explainRecords(ctx context.Context, batch []*pendingRecord, idx []i
 	for j, i := range idx {
 		ids[j] = batch[i].r.d.GrantID
 	}
-	rows, err := s.Pool.QueryContext(ctx, `SELECT id, kind, attempts FROM grants WHERE id IN `+Placeholders(len(ids)), Anys(ids)...)
+	rows, err := s.Pool.QueryContext(ctx, `SELECT id, kind, attempts FROM grants WHERE id IN `+engine.Placeholders(len(ids)), engine.Anys(ids)...)
 	if err != nil {
 		return err
 	}

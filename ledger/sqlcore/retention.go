@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // Retention (SPEC §6): which stored versions to delete, and which dead
@@ -57,7 +58,7 @@ WHERE`+version, args...)
 	type link struct {
 		id               string
 		remaining        int
-		expires, revoked TimeCol
+		expires, revoked engine.TimeCol
 	}
 	var links []link
 	spent := false
@@ -87,7 +88,7 @@ WHERE`+version+` AND l.remaining <= 0 GROUP BY g.link_id`, args...)
 		for rows.Next() {
 			var (
 				id   string
-				last TimeCol
+				last engine.TimeCol
 			)
 			if err := rows.Scan(&id, &last); err != nil {
 				rows.Close()
@@ -137,7 +138,7 @@ JOIN links l ON l.id = x.link_id WHERE`+version, args...)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var expires, revoked, ended TimeCol
+		var expires, revoked, ended engine.TimeCol
 		if err := rows.Scan(&expires, &revoked, &ended); err != nil {
 			return p, err
 		}
@@ -170,7 +171,7 @@ func (s *DB) decide(ctx context.Context, tx *sql.Tx, row *objectRow, p pinState,
 		if err != nil {
 			return err
 		}
-		if n, err := Affected(res); err != nil {
+		if n, err := engine.Affected(res); err != nil {
 			return err
 		} else if n > 0 {
 			if err := s.enqueueRevoked(ctx, tx, id, a); err != nil {
@@ -287,15 +288,15 @@ WHERE state = ? AND check_at <= ? ORDER BY check_at LIMIT ?`+s.D.SkipLockedSQL()
 	if err := rows.Err(); err != nil || len(hashes) == 0 {
 		return nil, err
 	}
-	lease := NewID()
-	in := Placeholders(len(hashes))
+	lease := engine.NewID()
+	in := engine.Placeholders(len(hashes))
 	args := append([]any{lease, s.TimeArg(capTime(now.Add(ledger.DeletionLease)))}, hashes...)
 	res, err := tx.ExecContext(ctx, `UPDATE objects SET lease_id = ?, check_at = ?
 WHERE version_hash IN `+in+` AND state = ? AND check_at <= ?`, append(args, string(state), s.TimeArg(now))...)
 	if err != nil {
 		return nil, err
 	}
-	if n, err := Affected(res); err != nil || n == 0 {
+	if n, err := engine.Affected(res); err != nil || n == 0 {
 		return nil, err
 	}
 	rows, err = tx.QueryContext(ctx, `SELECT version_hash, `+objectColumns+` FROM objects
@@ -327,7 +328,7 @@ WHERE version_hash IN `+in+` AND lease_id = ?`, append(hashes, lease)...)
 
 // prefixed scans one leading column into first, the rest as r would.
 type prefixed struct {
-	r     RowScanner
+	r     engine.RowScanner
 	first any
 }
 
@@ -400,7 +401,7 @@ WHERE `+col+` <= ? ORDER BY `+col+` LIMIT ?`+s.D.SkipLockedSQL(), s.TimeArg(cuto
 		for rows.Next() {
 			var (
 				d                deadLink
-				expires, revoked TimeCol
+				expires, revoked engine.TimeCol
 			)
 			if err := rows.Scan(&d.id, &d.obj.Bucket, &d.obj.Key, &d.obj.VersionID, &expires, &revoked); err != nil {
 				rows.Close()
@@ -427,7 +428,7 @@ WHERE `+col+` <= ? ORDER BY `+col+` LIMIT ?`+s.D.SkipLockedSQL(), s.TimeArg(cuto
 	for i, d := range cands {
 		ids[i] = d.id
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT link_id, expires_at, revoked_at, ended_at FROM sessions WHERE link_id IN `+Placeholders(len(ids)), Anys(ids)...)
+	rows, err := tx.QueryContext(ctx, `SELECT link_id, expires_at, revoked_at, ended_at FROM sessions WHERE link_id IN `+engine.Placeholders(len(ids)), engine.Anys(ids)...)
 	if err != nil {
 		return nil, err
 	}
@@ -436,7 +437,7 @@ WHERE `+col+` <= ? ORDER BY `+col+` LIMIT ?`+s.D.SkipLockedSQL(), s.TimeArg(cuto
 	for rows.Next() {
 		var (
 			id                      string
-			expires, revoked, ended TimeCol
+			expires, revoked, ended engine.TimeCol
 		)
 		if err := rows.Scan(&id, &expires, &revoked, &ended); err != nil {
 			return nil, err
@@ -486,7 +487,7 @@ WHERE version_hash = ? AND (released_at IS NULL OR released_at < ?)`, died, vers
 			return 0, err
 		}
 	}
-	in, args := Placeholders(len(ids)), Anys(ids)
+	in, args := engine.Placeholders(len(ids)), engine.Anys(ids)
 	for _, q := range []string{
 		`DELETE FROM session_slots WHERE session_id IN (SELECT id FROM sessions WHERE link_id IN ` + in + `)`,
 		`DELETE FROM session_idempotency WHERE link_id IN ` + in,
@@ -502,7 +503,7 @@ WHERE version_hash = ? AND (released_at IS NULL OR released_at < ?)`, died, vers
 	if err != nil {
 		return 0, err
 	}
-	n, err := Affected(res)
+	n, err := engine.Affected(res)
 	return int(n), err
 }
 
@@ -529,12 +530,12 @@ WHERE `+tombstone+` ORDER BY check_at LIMIT ?`+s.D.SkipLockedSQL(), s.TimeArg(cu
 	if err := rows.Err(); err != nil || len(hashes) == 0 {
 		return 0, err
 	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM objects WHERE version_hash IN `+Placeholders(len(hashes))+` AND `+tombstone,
+	res, err := tx.ExecContext(ctx, `DELETE FROM objects WHERE version_hash IN `+engine.Placeholders(len(hashes))+` AND `+tombstone,
 		append(hashes, s.TimeArg(cutoff))...)
 	if err != nil {
 		return 0, err
 	}
-	n, err := Affected(res)
+	n, err := engine.Affected(res)
 	return int(n), err
 }
 
@@ -561,19 +562,19 @@ func (s *DB) purgeKeys(ctx context.Context, tx *sql.Tx, cutoff time.Time, limit 
 // final DELETE, which repeats cond, removed: a row another purger took
 // first is not counted twice.
 func (s *DB) purgeBatch(ctx context.Context, tx *sql.Tx, cutoff time.Time, limit int, table, cond string, cols []string, children ...string) (int, error) {
-	reads := make([]IDRead, len(cols))
+	reads := make([]engine.IDRead, len(cols))
 	for i, col := range cols {
-		reads[i] = IDRead{`SELECT id FROM ` + table + ` WHERE ` + col + ` <= ? ORDER BY ` + col + ` LIMIT ?` + s.D.SkipLockedSQL(), []any{s.TimeArg(cutoff), limit}}
+		reads[i] = engine.Read(`SELECT id FROM `+table+` WHERE `+col+` <= ? ORDER BY `+col+` LIMIT ?`+s.D.SkipLockedSQL(), s.TimeArg(cutoff), limit)
 	}
-	found, err := ReadIDs(ctx, tx, limit, reads...)
+	found, err := engine.ReadIDs(ctx, tx, limit, reads...)
 	if err != nil {
 		return 0, err
 	}
-	ids := Anys(found)
+	ids := engine.Anys(found)
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	in := Placeholders(len(ids))
+	in := engine.Placeholders(len(ids))
 	for _, q := range children {
 		if _, err := tx.ExecContext(ctx, q+in, ids...); err != nil {
 			return 0, err
@@ -587,7 +588,7 @@ func (s *DB) purgeBatch(ctx context.Context, tx *sql.Tx, cutoff time.Time, limit
 	if err != nil {
 		return 0, err
 	}
-	n, err := Affected(res)
+	n, err := engine.Affected(res)
 	return int(n), err
 }
 
@@ -697,9 +698,9 @@ WHERE version_hash = ?`+s.D.LockRows, versionHash(o)))
 func (s *DB) pinningLinks(ctx context.Context, o ledger.Object) ([]string, error) {
 	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	ids, err := ReadIDs(ctx, s.Pool, 0, IDRead{s.Q(`SELECT id FROM links l
+	ids, err := engine.ReadIDs(ctx, s.Pool, 0, engine.Read(s.Q(`SELECT id FROM links l
 WHERE object_key = ? AND bucket = ? AND version_id = ? AND revoked_at IS NULL
   AND ((expires_at > {now} AND remaining > 0) OR EXISTS (SELECT 1 FROM sessions x
-    WHERE x.link_id = l.id AND x.revoked_at IS NULL AND x.ended_at IS NULL AND x.expires_at > {now}))`), []any{o.Key, o.Bucket, o.VersionID, s.DBNow(), s.DBNow()}})
+    WHERE x.link_id = l.id AND x.revoked_at IS NULL AND x.ended_at IS NULL AND x.expires_at > {now}))`), o.Key, o.Bucket, o.VersionID, s.DBNow(), s.DBNow()))
 	return ids, s.Classify(err)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 const sessionColumns = `s.id, s.token_hash, s.link_id, s.grant_id, s.account_id, s.bucket,
@@ -18,11 +19,11 @@ const sessionColumns = `s.id, s.token_hash, s.link_id, s.grant_id, s.account_id,
 
 const sessionFrom = ` FROM sessions s JOIN links l ON l.id = s.link_id`
 
-func scanSession(r RowScanner) (*ledger.Session, error) {
+func scanSession(r engine.RowScanner) (*ledger.Session, error) {
 	var (
 		x                                                   ledger.Session
-		account, sum                                        NullStr
-		lastMod, expires, revoked, ended, at, linkRevokedAt TimeCol
+		account, sum                                        engine.NullStr
+		lastMod, expires, revoked, ended, at, linkRevokedAt engine.TimeCol
 	)
 	err := r.Scan(&x.ID, &x.TokenHash, &x.LinkID, &x.GrantID, &account, &x.Object.Bucket,
 		&x.Object.Key, &x.Object.VersionID, &x.Object.Size, &x.Object.ETag, &x.Object.ContentType,
@@ -60,8 +61,8 @@ func (s *DB) SessionMint(ctx context.Context, req ledger.MintRequest) (*ledger.S
 	if req.SessionID == "" || len(req.TokenHash) != 32 || req.ByteBudget < 1 || req.MaxConcurrency < 1 || req.MaxConcurrency > 64 || req.ExpiresAt.IsZero() {
 		return nil, false, fmt.Errorf("%w: session id, token hash, budget ≥ 1, 1..64 slots and expiry are required", ledger.ErrInvalid)
 	}
-	if !Storable(req.ExpiresAt) {
-		return nil, false, fmt.Errorf("%w: session expiry outside %v..%v", ledger.ErrInvalid, StorableMin, StorableMax)
+	if !engine.Storable(req.ExpiresAt) {
+		return nil, false, fmt.Errorf("%w: session expiry outside %v..%v", ledger.ErrInvalid, engine.StorableMin, engine.StorableMax)
 	}
 	req.Claim.Kind = ledger.KindSession
 	// The kept row, if any, as it stood before any key is read below.
@@ -215,7 +216,7 @@ func (s *DB) latestAffinity(ctx context.Context, linkID, account string, keys []
 	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	var (
-		now   TimeCol
+		now   engine.TimeCol
 		found string
 		where strings.Builder
 		order strings.Builder
@@ -244,7 +245,7 @@ func (s *DB) latestAffinity(ctx context.Context, linkID, account string, keys []
 	queryArgs := append([]any{args[0], s.DBNow()}, args[1:]...)
 	queryArgs = append(queryArgs, oargs...)
 	var streaming int
-	x, err := scanSession(WithMore(s.Pool.QueryRowContext(ctx, s.Q(`SELECT `+sessionColumns+`, {now}, k.idem_key,
+	x, err := scanSession(engine.WithMore(s.Pool.QueryRowContext(ctx, s.Q(`SELECT `+sessionColumns+`, {now}, k.idem_key,
   (SELECT COUNT(*) FROM session_slots t WHERE t.session_id = s.id AND t.holder IS NOT NULL AND t.lease_until > {now})`+sessionFrom+`
 JOIN session_idempotency k ON k.session_id = s.id
 WHERE k.link_id = ? AND k.scope = ? AND (`+where.String()+`)
@@ -292,8 +293,8 @@ func (s *DB) SessionNoteAffinityReuse(ctx context.Context, sessionID string) err
 func (s *DB) SessionGetByTokenHash(ctx context.Context, hash []byte) (*ledger.Session, error) {
 	ctx, cancel := s.Bound(ctx)
 	defer cancel()
-	var now TimeCol
-	x, err := scanSession(WithNow(s.Pool.QueryRowContext(ctx,
+	var now engine.TimeCol
+	x, err := scanSession(engine.WithNow(s.Pool.QueryRowContext(ctx,
 		s.Q(`SELECT `+sessionColumns+`, {now}`+sessionFrom+` WHERE s.token_hash = ?`), s.DBNow(), hash), &now))
 	if err == nil {
 		x.ReadAt = now.T
@@ -332,7 +333,7 @@ func (s *DB) SessionRevoke(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		n, err := Affected(res)
+		n, err := engine.Affected(res)
 		switch {
 		case err != nil:
 			return err
@@ -341,7 +342,7 @@ func (s *DB) SessionRevoke(ctx context.Context, id string) error {
 				ledger.AuditTarget{Type: ledger.TargetSession, ID: id}, noDetails{})
 		}
 		var one int
-		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, id).Scan(&one); IsNoRows(err) {
+		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, id).Scan(&one); engine.IsNoRows(err) {
 			return ledger.ErrNotFound
 		} else if err != nil {
 			return err

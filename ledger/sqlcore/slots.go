@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // SlotAcquire leases one free or lapsed slot row of the session to holder
@@ -20,7 +21,7 @@ func (s *DB) SlotAcquire(ctx context.Context, sessionID, holder string, lease ti
 	if err != nil {
 		return err
 	}
-	if n, err := Affected(res); err != nil {
+	if n, err := engine.Affected(res); err != nil {
 		return s.Classify(err)
 	} else if n == 0 {
 		return ledger.ErrNoSlot
@@ -39,7 +40,7 @@ func (s *DB) SlotRenew(ctx context.Context, sessionID, holder string, lease time
 	if err != nil {
 		return err
 	}
-	if n, err := Affected(res); err != nil {
+	if n, err := engine.Affected(res); err != nil {
 		return s.Classify(err)
 	} else if n == 0 {
 		return ledger.ErrNotFound

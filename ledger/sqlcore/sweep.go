@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // How work is handed out to several processes (the sweeper, retention,
@@ -41,18 +42,18 @@ func (s *DB) SessionSweep(ctx context.Context, limit int) (ledger.SweepResult, e
 	grace := -ledger.SpentGrace.Microseconds()
 	err := s.InTxWith(ctx, s.D.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
 		out.SessionsEnded = 0
-		found, err := ReadIDs(ctx, tx, limit,
-			IDRead{s.Q(s.D.ExpiredSessionsSQL) + s.D.SkipLockedSQL(), []any{now, limit}},
+		found, err := engine.ReadIDs(ctx, tx, limit,
+			engine.Read(s.Q(s.D.ExpiredSessionsSQL)+s.D.SkipLockedSQL(), now, limit),
 			// A plain read: SKIP LOCKED's FOR UPDATE would lock the slot
 			// rows its NOT EXISTS reads, which requests acquire.
-			IDRead{s.Q(`SELECT id FROM sessions
-WHERE ended_at IS NULL AND revoked_at IS NULL AND expires_at > {now} AND ` + spentSQL + `
-ORDER BY expires_at LIMIT ?`), []any{now, now, grace, now, limit}})
+			engine.Read(s.Q(`SELECT id FROM sessions
+WHERE ended_at IS NULL AND revoked_at IS NULL AND expires_at > {now} AND `+spentSQL+`
+ORDER BY expires_at LIMIT ?`), now, now, grace, now, limit))
 		if err != nil || len(found) == 0 {
 			return err
 		}
-		ids := Anys(found)
-		in := Placeholders(len(ids))
+		ids := engine.Anys(found)
+		in := engine.Placeholders(len(ids))
 		args := append([]any{now}, ids...)
 		res, err := tx.ExecContext(ctx, s.Q(`UPDATE sessions SET ended_at = {now}
 WHERE id IN `+in+` AND ended_at IS NULL AND (expires_at <= {now} OR revoked_at IS NOT NULL OR `+spentSQL+`)`),
@@ -60,7 +61,7 @@ WHERE id IN `+in+` AND ended_at IS NULL AND (expires_at <= {now} OR revoked_at I
 		if err != nil {
 			return err
 		}
-		n, err := Affected(res)
+		n, err := engine.Affected(res)
 		if err != nil || n == 0 {
 			return err
 		}
@@ -84,7 +85,7 @@ WHERE id IN `+in+` AND ended_at IS NULL AND (expires_at <= {now} OR revoked_at I
 	if err != nil {
 		return out, err
 	}
-	n, _ := Affected(res)
+	n, _ := engine.Affected(res)
 	out.LeasesCleared = int(n)
 	err = s.InTxWith(ctx, s.D.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
 		n, err := s.purgeConsoleSessions(ctx, tx, limit)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // scriptedDB is a database/sql driver whose statements and commits fail as
@@ -138,7 +139,7 @@ func mustScripted(tb testing.TB, d *scriptedDB) *DB {
 	tb.Helper()
 	db := sql.OpenDB(d)
 	tb.Cleanup(func() { db.Close() })
-	return New(db, Dialect{
+	return New(db, engine.Dialect{
 		Name:          "scripted",
 		Time:          func(t time.Time) any { return t },
 		IsDuplicate:   func(error) bool { return false },
@@ -178,8 +179,8 @@ func TestClaimGivesUpAfterBoundedRetries(t *testing.T) {
 	if !errors.Is(err, ledger.ErrUnavailable) {
 		t.Fatalf("Claim under endless deadlocks = %v, want ErrUnavailable", err)
 	}
-	if d.begins != maxAttempts || d.commits != 0 {
-		t.Fatalf("begins=%d commits=%d, want %d and 0", d.begins, d.commits, maxAttempts)
+	if d.begins != engine.MaxAttempts || d.commits != 0 {
+		t.Fatalf("begins=%d commits=%d, want %d and 0", d.begins, d.commits, engine.MaxAttempts)
 	}
 }
 

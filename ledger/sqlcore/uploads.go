@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // Resumable uploads (SPEC §11, docs/design.md "Resumable uploads"). Every
@@ -26,16 +27,16 @@ const maxUploadExpiry = 10 * 366 * 24 * time.Hour
 const uploadColumns = `id, bucket, object_key, filename, content_type, size, part_size, upload_offset,
   sha256_state, store_state, created_at, expires_at, finished_at, version_id, etag, sha256, holder, lease_until`
 
-func scanUpload(r RowScanner) (*ledger.Upload, error) {
+func scanUpload(r engine.RowScanner) (*ledger.Upload, error) {
 	var (
 		u                                    ledger.Upload
-		filename, vid, etag, sum, holder     NullStr
-		created, expires, finished, leaseEnd TimeCol
-		read                                 TimeCol
+		filename, vid, etag, sum, holder     engine.NullStr
+		created, expires, finished, leaseEnd engine.TimeCol
+		read                                 engine.TimeCol
 	)
-	err := WithNow(r, &read).Scan(&u.ID, &u.Bucket, &u.Key, &filename, &u.ContentType, &u.Size, &u.PartSize, &u.Offset,
+	err := engine.WithNow(r, &read).Scan(&u.ID, &u.Bucket, &u.Key, &filename, &u.ContentType, &u.Size, &u.PartSize, &u.Offset,
 		&u.SHA256State, &u.StoreState, &created, &expires, &finished, &vid, &etag, &sum, &holder, &leaseEnd)
-	if IsNoRows(err) {
+	if engine.IsNoRows(err) {
 		return nil, ledger.ErrNotFound
 	}
 	if err != nil {
@@ -76,7 +77,7 @@ func (s *DB) UploadCreate(ctx context.Context, u ledger.Upload, expiry time.Dura
 		_, err := tx.ExecContext(ctx, s.Q(`INSERT INTO uploads (id, bucket, object_key, filename, content_type, size, part_size,
   upload_offset, sha256_state, store_state, state, created_at, expires_at, lease_until)
 VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, 'active', ?, {now+}, ?)`),
-			u.ID, u.Bucket, u.Key, OrNull(u.Filename), u.ContentType, u.Size, u.PartSize, u.SHA256State, orEmpty(u.StoreState),
+			u.ID, u.Bucket, u.Key, engine.OrNull(u.Filename), u.ContentType, u.Size, u.PartSize, u.SHA256State, orEmpty(u.StoreState),
 			s.TimeArg(s.Stamp()), s.DBNow(), expiry.Microseconds(), s.free())
 		if s.D.IsDuplicate(err) {
 			return fmt.Errorf("%w: upload %s exists", ledger.ErrConflict, u.ID)
@@ -126,7 +127,7 @@ WHERE id = ? AND (holder = ? OR lease_until <= {now})`), holder, now, lease.Micr
 	if err != nil {
 		return err
 	}
-	if n, err := Affected(res); err != nil {
+	if n, err := engine.Affected(res); err != nil {
 		return s.Classify(err)
 	} else if n > 0 {
 		return nil
@@ -140,7 +141,7 @@ func (s *DB) uploadRefusal(ctx context.Context, id string, why error) error {
 	var one int
 	err := s.Pool.QueryRowContext(ctx, `SELECT 1 FROM uploads WHERE id = ?`, id).Scan(&one)
 	switch {
-	case IsNoRows(err):
+	case engine.IsNoRows(err):
 		return ledger.ErrNotFound
 	case err != nil:
 		return s.Classify(err)
@@ -175,7 +176,7 @@ WHERE id = ? AND state = 'active' AND holder = ? AND upload_offset = ? AND ? <= 
 	if err != nil {
 		return err
 	}
-	if n, err := Affected(res); err != nil {
+	if n, err := engine.Affected(res); err != nil {
 		return s.Classify(err)
 	} else if n > 0 {
 		return nil
@@ -220,12 +221,12 @@ func (s *DB) UploadFinish(ctx context.Context, id, holder string, o ledger.Objec
 	res, err := s.Exec(ctx, s.Q(`UPDATE uploads SET state = 'finished', finished_at = ?, version_id = ?, etag = ?, sha256 = ?,
   sha256_state = ?, store_state = ?, expires_at = {now+}
 WHERE id = ? AND state = 'active' AND holder = ? AND upload_offset = size AND size = ?`),
-		s.TimeArg(s.Stamp()), o.VersionID, o.ETag, OrNull(o.SHA256), []byte{}, []byte{}, s.DBNow(), expiry.Microseconds(),
+		s.TimeArg(s.Stamp()), o.VersionID, o.ETag, engine.OrNull(o.SHA256), []byte{}, []byte{}, s.DBNow(), expiry.Microseconds(),
 		id, holder, o.Size)
 	if err != nil {
 		return err
 	}
-	if n, err := Affected(res); err != nil {
+	if n, err := engine.Affected(res); err != nil {
 		return s.Classify(err)
 	} else if n > 0 {
 		return nil
@@ -243,7 +244,7 @@ func (s *DB) UploadExpiredClaim(ctx context.Context, lease time.Duration, limit 
 	if limit < 1 || lease <= 0 {
 		return nil, fmt.Errorf("%w: limit must be at least 1 and the lease positive", ledger.ErrInvalid)
 	}
-	holder := NewID()
+	holder := engine.NewID()
 	var out []ledger.Upload
 	err := s.InTxWith(ctx, s.D.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
 		out = nil
@@ -252,18 +253,18 @@ func (s *DB) UploadExpiredClaim(ctx context.Context, lease time.Duration, limit 
 		if err != nil || len(ids) == 0 {
 			return err
 		}
-		in := Placeholders(len(ids))
-		args := append([]any{holder, now, lease.Microseconds()}, Anys(ids)...)
+		in := engine.Placeholders(len(ids))
+		args := append([]any{holder, now, lease.Microseconds()}, engine.Anys(ids)...)
 		res, err := tx.ExecContext(ctx, s.Q(`UPDATE uploads SET holder = ?, lease_until = {now+}
 WHERE id IN `+in+` AND state = 'active' AND expires_at <= {now} AND lease_until <= {now}`), append(args, now, now)...)
 		if err != nil {
 			return err
 		}
-		if n, err := Affected(res); err != nil || n == 0 {
+		if n, err := engine.Affected(res); err != nil || n == 0 {
 			return err
 		}
 		rows, err := tx.QueryContext(ctx, s.Q(`SELECT `+uploadColumns+`, {now} FROM uploads WHERE id IN `+in+` AND holder = ?`),
-			append(append([]any{now}, Anys(ids)...), holder)...)
+			append(append([]any{now}, engine.Anys(ids)...), holder)...)
 		if err != nil {
 			return err
 		}
@@ -287,7 +288,7 @@ WHERE id IN `+in+` AND state = 'active' AND expires_at <= {now} AND lease_until 
 // (with one {now} argument per {now} in it), oldest expiry first.
 func (s *DB) uploadCandidates(ctx context.Context, tx *sql.Tx, where string, limit int) ([]string, error) {
 	now := s.DBNow()
-	return ReadIDs(ctx, tx, limit, IDRead{s.Q(`SELECT id FROM uploads WHERE `+where+` ORDER BY expires_at LIMIT ?`) + s.D.SkipLockedSQL(), []any{now, now, limit}})
+	return engine.ReadIDs(ctx, tx, limit, engine.Read(s.Q(`SELECT id FROM uploads WHERE `+where+` ORDER BY expires_at LIMIT ?`)+s.D.SkipLockedSQL(), now, now, limit))
 }
 
 // UploadDelete deletes the upload while holder holds its lock. Errors:
@@ -299,7 +300,7 @@ func (s *DB) UploadDelete(ctx context.Context, id, holder string) error {
 	if err != nil {
 		return err
 	}
-	if n, err := Affected(res); err != nil {
+	if n, err := engine.Affected(res); err != nil {
 		return s.Classify(err)
 	} else if n > 0 {
 		return nil
@@ -322,12 +323,12 @@ func (s *DB) UploadPurge(ctx context.Context, limit int) (int, error) {
 			return err
 		}
 		now := s.DBNow()
-		res, err := tx.ExecContext(ctx, s.Q(`DELETE FROM uploads WHERE id IN `+Placeholders(len(ids))+` AND `+due),
-			append(Anys(ids), now, now)...)
+		res, err := tx.ExecContext(ctx, s.Q(`DELETE FROM uploads WHERE id IN `+engine.Placeholders(len(ids))+` AND `+due),
+			append(engine.Anys(ids), now, now)...)
 		if err != nil {
 			return err
 		}
-		m, err := Affected(res)
+		m, err := engine.Affected(res)
 		n = int(m)
 		return err
 	})

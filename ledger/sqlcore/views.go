@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // The operator console's reads (ledger.Views, SPEC §11): what its pages
@@ -54,7 +55,7 @@ ORDER BY s.created_at DESC, s.id DESC LIMIT ?`), s.DBNow(), linkID, s.DBNow(), l
 	out := []ledger.SessionUse{}
 	for rows.Next() {
 		var u ledger.SessionUse
-		x, err := scanSession(WithMore(rows, &u.SlotsInUse))
+		x, err := scanSession(engine.WithMore(rows, &u.SlotsInUse))
 		if err != nil {
 			return nil, s.Classify(err)
 		}
@@ -87,8 +88,8 @@ WHERE link_id = ? ORDER BY link_seq DESC LIMIT ?`, linkID, limit)
 	for rows.Next() {
 		var (
 			e                  ledger.EventRecord
-			created, next, fin TimeCol
-			lastErr            NullStr
+			created, next, fin engine.TimeCol
+			lastErr            engine.NullStr
 		)
 		if err := rows.Scan(&e.Seq, &e.ID, &e.Type, &e.Status, &e.Attempts, &created, &next, &fin, &lastErr); err != nil {
 			return nil, s.Classify(err)
@@ -152,7 +153,7 @@ ORDER BY stored_at DESC, version_hash DESC LIMIT ?`, append(args, limit+1)...)
 	var got []row
 	for rows.Next() {
 		var h []byte
-		o, err := scanObject(WithMore(rows, &h))
+		o, err := scanObject(engine.WithMore(rows, &h))
 		if err != nil {
 			return ledger.ObjectPage{}, s.Classify(err)
 		}
@@ -164,7 +165,7 @@ ORDER BY stored_at DESC, version_hash DESC LIMIT ?`, append(args, limit+1)...)
 	rows.Close()
 	// Read in the listing's order from the index: cut, not sorted. The
 	// cursor's id is the version's hash, in hex (decodeObjectCursor).
-	got, next := PageOf(got, limit, true, func(r *row) (time.Time, string) { return r.o.StoredAt, r.hash })
+	got, next := engine.PageOf(got, limit, true, func(r *row) (time.Time, string) { return r.o.StoredAt, r.hash })
 	page := ledger.ObjectPage{Objects: make([]ledger.ObjectListing, 0, len(got)), Next: next}
 	for _, r := range got {
 		page.Objects = append(page.Objects, r.o)
@@ -197,7 +198,7 @@ func (s *DB) objectLinks(ctx context.Context, objs []ledger.ObjectListing) error
 	query := strings.ReplaceAll(`SELECT l.id, l.bucket, l.object_key, l.version_id, l.revoked_at, l.expires_at, l.remaining,
   l.created_at, {now}, (SELECT COUNT(*) FROM sessions x
     WHERE x.link_id = l.id AND x.revoked_at IS NULL AND x.ended_at IS NULL AND x.expires_at > {now})
-FROM links l WHERE l.object_key IN `+Placeholders(len(args))+`
+FROM links l WHERE l.object_key IN `+engine.Placeholders(len(args))+`
 ORDER BY l.created_at DESC, l.id DESC`, "{now}", s.D.NowSQL)
 	rows, err := s.Pool.QueryContext(ctx, query, append([]any{s.DBNow(), s.DBNow()}, args...)...)
 	if err != nil {
@@ -208,8 +209,8 @@ ORDER BY l.created_at DESC, l.id DESC`, "{now}", s.D.NowSQL)
 		var (
 			v                         version
 			l                         ledger.Link
-			revoked, expires, created TimeCol
-			now                       TimeCol
+			revoked, expires, created engine.TimeCol
+			now                       engine.TimeCol
 			live                      int
 		)
 		if err := rows.Scan(&l.ID, &v.bucket, &v.key, &v.id, &revoked, &expires, &l.Remaining, &created, &now, &live); err != nil {
@@ -242,7 +243,7 @@ func decodeObjectCursor(c string) (time.Time, []byte, error) {
 		n, perr := strconv.ParseInt(micros, 10, 64)
 		hash, herr := hex.DecodeString(h)
 		at := time.UnixMicro(n).UTC()
-		if ok && perr == nil && herr == nil && len(hash) == 32 && !at.Before(MinTime) && !at.After(MaxTime) {
+		if ok && perr == nil && herr == nil && len(hash) == 32 && !at.Before(engine.MinTime) && !at.After(engine.MaxTime) {
 			return at, hash, nil
 		}
 	}

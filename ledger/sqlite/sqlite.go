@@ -17,12 +17,13 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/dlgate/dlgate/ledger/sqlcore"
+	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 	"github.com/dlgate/dlgate/migrations"
 )
 
 // Dialect returns the SQLite dialect of the shared SQL core.
-func Dialect() sqlcore.Dialect {
-	return sqlcore.Dialect{
+func Dialect() engine.Dialect {
+	return engine.Dialect{
 		Name: "sqlite",
 		// Microseconds since the epoch: exact, ordered comparisons.
 		Time: func(t time.Time) any { return t.UnixMicro() },

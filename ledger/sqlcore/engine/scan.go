@@ -1,4 +1,4 @@
-package sqlcore
+package engine
 
 import (
 	"database/sql"

@@ -1,4 +1,4 @@
-package sqlcore
+package engine
 
 import (
 	"encoding/base64"
@@ -34,10 +34,11 @@ func PageOf[T any](items []T, limit int, sorted bool, key func(*T) (time.Time, s
 		return items, ""
 	}
 	items = items[:limit]
-	return items, EncodeCursor(key(&items[limit-1]))
+	return items, encodeCursor(key(&items[limit-1]))
 }
 
-func EncodeCursor(at time.Time, id string) string {
+// encodeCursor is the cursor of the page after the item at, id.
+func encodeCursor(at time.Time, id string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(at.UnixMicro(), 10) + "/" + id))
 }
 

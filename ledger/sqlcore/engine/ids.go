@@ -1,4 +1,4 @@
-package sqlcore
+package engine
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// Querier is what a read runs on: the pool or a transaction.
-type Querier interface {
+// querier is what a read runs on: the pool or a transaction.
+type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
@@ -22,7 +22,7 @@ type IDRead struct {
 // found, in the order found, at most limit of them (0: no limit); once
 // limit are found the remaining reads are not run. The candidate reads of
 // the sweepers and purgers, whose final statement repeats its condition.
-func ReadIDs(ctx context.Context, q Querier, limit int, reads ...IDRead) ([]string, error) {
+func ReadIDs(ctx context.Context, q querier, limit int, reads ...IDRead) ([]string, error) {
 	seen := map[string]bool{}
 	var ids []string
 	for _, r := range reads {
@@ -65,3 +65,6 @@ func Anys(ids []string) []any {
 	}
 	return out
 }
+
+// Read is the read of ids query runs with args.
+func Read(query string, args ...any) IDRead { return IDRead{Query: query, Args: args} }

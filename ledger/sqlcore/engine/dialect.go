@@ -1,10 +1,13 @@
-// Package sqlcore is the SQL implementation of ledger.Ledger shared by
-// ledger/mysql and ledger/sqlite. The statements are portable; the few that
-// are not (returning a value from an UPDATE, UPDATE … LIMIT) and the error
-// classification come from a Dialect, and what an engine does or does not
-// honour (SKIP LOCKED) is a capability of the Dialect, detected once when
-// the ledger opens, never a test of the engine's name in a statement.
-package sqlcore
+// Package engine is what every part of the SQL ledger (ledger/sqlcore)
+// stands on: the Dialect of the engine beneath (what differs between
+// ledger/mysql and ledger/sqlite, and what an engine does or does not
+// honour, such as SKIP LOCKED, detected once when the ledger opens, never
+// a test of the engine's name in a statement); DB, the database and how
+// the ledger calls it (each call bounded, transactions with the one retry
+// loop, driver errors mapped to the ledger's); and the reading of rows
+// both backends return (timestamps, nullable strings, lists of ids, pages
+// and their cursors).
+package engine
 
 import (
 	"context"
@@ -28,7 +31,7 @@ type Dialect struct {
 	IsRetryable func(error) bool
 	// IsUnavailable reports a connection-level failure.
 	IsUnavailable func(error) bool
-	// Batch, when set, runs a claim's transaction (claimtx.go) on one
+	// Batch, when set, runs a claim's transaction (ledger/sqlcore's claimtx.go) on one
 	// connection in at most three round trips: START TRANSACTION (at
 	// isolation level iso: sql.LevelDefault or LevelReadCommitted) and
 	// the reads, as one multi-statement query whose result sets read
@@ -99,7 +102,7 @@ type Dialect struct {
 	// JoinedUpdate reports that the engine updates many rows in one
 	// statement joined to a derived table of their values, UPDATE t JOIN
 	// (SELECT … UNION ALL SELECT …) v ON … SET … (MySQL, MariaDB, TiDB):
-	// a window's delivery records are then one statement (records.go).
+	// a window's delivery records are then one statement (ledger/sqlcore's records.go).
 	// SQLite spells it UPDATE … FROM, and there a statement is no round
 	// trip; false keeps one UPDATE per record.
 	JoinedUpdate bool
