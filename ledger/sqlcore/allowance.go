@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/audit"
 	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
@@ -20,7 +21,7 @@ func (s *DB) AllowanceAdd(ctx context.Context, id string, n int, reason string) 
 	if n < 1 || n > 1_000_000 {
 		return fmt.Errorf("%w: add must be between 1 and 1000000", ledger.ErrInvalid)
 	}
-	a, err := actorOf(ctx)
+	a, err := audit.ActorOf(ctx)
 	if err != nil {
 		return err
 	}
@@ -43,8 +44,8 @@ WHERE id = ? AND revoked_at IS NULL`, n, n, id)
 		if err != nil {
 			return err
 		}
-		return s.audit(ctx, tx, a, stamp, ledger.ActionLinkAllowanceAdded, ledger.AuditTarget{Type: ledger.TargetLink, ID: id},
-			allowanceDetails{Add: n, Reason: reason})
+		return audit.Write(ctx, tx, a, s.TimeArg(stamp), ledger.ActionLinkAllowanceAdded, ledger.AuditTarget{Type: ledger.TargetLink, ID: id},
+			audit.AllowanceAdded{Add: n, Reason: reason})
 	})
 }
 

@@ -80,7 +80,7 @@ WHERE id = ? AND status = 'granted'`, now, grantID)
 				return err
 			}
 		}
-		return s.enqueueRefund(ctx, tx, grantID)
+		return s.EnqueueRefund(ctx, tx, grantID)
 	})
 	if link != "" {
 		s.forgetRefusal(link)

@@ -95,16 +95,6 @@ func (c *claim) outcome() (ledger.ClaimOutcome, error) {
 	return o, c.err
 }
 
-// ClaimPoint names a point of a claim's way for DB.ClaimHook.
-type ClaimPoint int
-
-const (
-	// ClaimQueued: the claim waits for the transaction in flight.
-	ClaimQueued ClaimPoint = iota
-	// ClaimJudged: a transaction judges the claim, its row locked.
-	ClaimJudged
-)
-
 // decideClaims runs one claim transaction for batch, the claims in arrival
 // order, and sets each one's outcome. A batch of one is decided alone: a
 // keyed mint's key decides before its refusal, and a member's error is

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dlgate/dlgate/ledger"
 	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
+	"github.com/dlgate/dlgate/ledger/sqlcore/outbox"
 	"github.com/dlgate/dlgate/sessions"
 )
 
@@ -166,12 +167,12 @@ func (s *DB) recordInTx(ctx context.Context, tx *sql.Tx, r streamRecord) error {
 	}
 	var evs []ledger.Event
 	if before != ledger.DeliveryComplete && g.Delivery.Status == ledger.DeliveryComplete {
-		evs = append(evs, deliveryEvent(ledger.EventGrantDelivered, g, size, "", r.at))
+		evs = append(evs, outbox.DeliveryEvent(ledger.EventGrantDelivered, g, size, "", r.at))
 	}
 	if d.BytesAcked < size {
-		evs = append(evs, deliveryEvent(ledger.EventGrantInterrupted, g, size, ledger.InterruptedEndedShort, r.at))
+		evs = append(evs, outbox.DeliveryEvent(ledger.EventGrantInterrupted, g, size, ledger.InterruptedEndedShort, r.at))
 	}
-	return s.enqueueAll(ctx, tx, evs...)
+	return s.EnqueueAll(ctx, tx, evs...)
 }
 
 // unrecorded explains a stream record that changed no row: an unknown
@@ -299,7 +300,7 @@ WHERE id = ? AND delivery_status = ?`, string(after), c.Bytes(size), done, grant
 		if err != nil {
 			return err
 		}
-		return s.enqueue(ctx, tx, deliveryEvent(ledger.EventGrantDelivered, g, size, "", at))
+		return s.Enqueue(ctx, tx, outbox.DeliveryEvent(ledger.EventGrantDelivered, g, size, "", at))
 	})
 }
 
@@ -368,10 +369,10 @@ WHERE `+where+` AND g.delivery_status <> 'complete' AND g.interrupted_at IS NULL
 		if _, ok := byLink[m.link]; !ok {
 			links = append(links, m.link)
 		}
-		byLink[m.link] = append(byLink[m.link], deliveryEvent(ledger.EventGrantInterrupted, g, size, m.why, at))
+		byLink[m.link] = append(byLink[m.link], outbox.DeliveryEvent(ledger.EventGrantInterrupted, g, size, m.why, at))
 	}
 	for _, link := range links {
-		if err := s.enqueueAll(ctx, tx, byLink[link]...); err != nil {
+		if err := s.EnqueueAll(ctx, tx, byLink[link]...); err != nil {
 			return err
 		}
 	}

@@ -19,31 +19,6 @@ import (
 // timer, no wait for company. The queue only gathers; the transaction
 // decides (claimtx.go), under the rows' locks, by the database's clock.
 
-// DefaultClaimBatch is DB.ClaimBatch when none is set
-// (GATEWAY_CLAIM_BATCH).
-const DefaultClaimBatch = 64
-
-// MaxClaimBatch is the largest DB.ClaimBatch: a batch's statements carry
-// a few parameters per claim, and 1,024 claims keep them far below what
-// any engine accepts in one statement.
-const MaxClaimBatch = 1024
-
-// ClaimBatchStats is what DB.OnClaimBatch learns of one claim transaction.
-type ClaimBatchStats struct {
-	// Size is how many claims it decided: 1 for a claim alone.
-	Size int
-	// QueueWaits are how long each claim it decided waited in the queue
-	// for it, in arrival order: 0 for a claim that found no transaction
-	// in flight. Each claim's wait is reported once, with the transaction
-	// that decided it: a claim its batch sent to be decided alone (the
-	// batch failed, or it is a keyed mint the batch refused) is counted
-	// with that transaction of its own, so a failed batch has none.
-	QueueWaits []time.Duration
-	// Err is why it failed, nil when it committed or rolled back what it
-	// refused. The claims of a failed batch are decided alone next.
-	Err error
-}
-
 // group is the queue of claims waiting for the transaction in flight.
 type group struct {
 	mu    sync.Mutex

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/audit"
 	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
+	"github.com/dlgate/dlgate/ledger/sqlcore/outbox"
 )
 
 const linkColumns = `id, token_hash, bucket, object_key, version_id, size, etag, content_type,
@@ -55,7 +57,7 @@ func (s *DB) LinkCreate(ctx context.Context, l *ledger.Link) (*ledger.Link, bool
 		// server error. Both refuse it the same way instead.
 		return nil, false, fmt.Errorf("%w: expiry outside %v..%v", ledger.ErrInvalid, engine.StorableMin, engine.StorableMax)
 	}
-	a, err := actorOf(ctx)
+	a, err := audit.ActorOf(ctx)
 	if err != nil {
 		return nil, false, err
 	}
@@ -91,13 +93,13 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, 
 		if err != nil {
 			return err
 		}
-		if err := s.enqueue(ctx, tx, linkEvent(ledger.EventLinkCreated, &in, in.CreatedAt, a)); err != nil {
+		if err := s.Enqueue(ctx, tx, outbox.LinkEvent(ledger.EventLinkCreated, &in, in.CreatedAt, a)); err != nil {
 			return err
 		}
-		return s.audit(ctx, tx, a, in.CreatedAt, ledger.ActionLinkCreated, ledger.AuditTarget{Type: ledger.TargetLink, ID: in.ID},
-			linkCreatedDetails{Downloads: in.Allowance, ExpiresAt: in.ExpiresAt, Delivery: in.Delivery,
+		return audit.Write(ctx, tx, a, s.TimeArg(in.CreatedAt), ledger.ActionLinkCreated, ledger.AuditTarget{Type: ledger.TargetLink, ID: in.ID},
+			audit.LinkCreated{Downloads: in.Allowance, ExpiresAt: in.ExpiresAt, Delivery: in.Delivery,
 				AccountID: ledger.OrNull(in.AccountID), Filename: in.Filename,
-				Object: auditObject{Bucket: in.Object.Bucket, Key: in.Object.Key, VersionID: in.Object.VersionID}})
+				Object: audit.Version{Bucket: in.Object.Bucket, Key: in.Object.Key, VersionID: in.Object.VersionID}})
 	})
 	if err == nil {
 		return &in, true, nil
@@ -183,7 +185,7 @@ WHERE link_id = ? AND revoked_at IS NULL AND ended_at IS NULL AND expires_at > {
 // announces and audits nothing. This process's refusal cache forgets the
 // link, so that its next claim reads the revocation. Errors: ErrNotFound.
 func (s *DB) LinkRevoke(ctx context.Context, id string) error {
-	a, err := actorOf(ctx)
+	a, err := audit.ActorOf(ctx)
 	if err != nil {
 		return err
 	}
@@ -223,8 +225,8 @@ func (s *DB) LinkRevoke(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		return s.audit(ctx, tx, a, stamp, ledger.ActionLinkRevoked, ledger.AuditTarget{Type: ledger.TargetLink, ID: id},
-			linkRevokedDetails{SessionsRevoked: sessions})
+		return audit.Write(ctx, tx, a, s.TimeArg(stamp), ledger.ActionLinkRevoked, ledger.AuditTarget{Type: ledger.TargetLink, ID: id},
+			audit.LinkRevoked{SessionsRevoked: sessions})
 	})
 }
 
@@ -259,5 +261,5 @@ func (s *DB) enqueueRevoked(ctx context.Context, tx *sql.Tx, id string, a *ledge
 	if l.RevokedAt != nil {
 		at = *l.RevokedAt
 	}
-	return s.enqueue(ctx, tx, linkEvent(ledger.EventLinkRevoked, l, at, a))
+	return s.Enqueue(ctx, tx, outbox.LinkEvent(ledger.EventLinkRevoked, l, at, a))
 }

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/audit"
 	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
@@ -77,7 +78,7 @@ func (s *DB) ObjectRecord(ctx context.Context, o ledger.Object) error {
 	if o.SHA256 != "" && !ledger.ValidSHA256(o.SHA256) {
 		return fmt.Errorf("%w: sha256 must be 64 lowercase hex digits", ledger.ErrInvalid)
 	}
-	a, err := actorOf(ctx)
+	a, err := audit.ActorOf(ctx)
 	if err != nil {
 		return err
 	}
@@ -99,8 +100,8 @@ WHERE version_hash = ?`, o.Size, o.ETag, o.ContentType, now, now, engine.OrNull(
 		if err != nil {
 			return err
 		}
-		return s.audit(ctx, tx, a, stamp, ledger.ActionObjectStored, ledger.AuditTarget{Type: ledger.TargetObject, ID: o.Key},
-			objectAudit(o))
+		return audit.Write(ctx, tx, a, s.TimeArg(stamp), ledger.ActionObjectStored, ledger.AuditTarget{Type: ledger.TargetObject, ID: o.Key},
+			audit.ObjectOf(o))
 	})
 }
 
@@ -175,7 +176,7 @@ func (s *DB) DeletionFinish(ctx context.Context, d ledger.Deletion, failure erro
 			res, err = tx.ExecContext(ctx, s.Q(`UPDATE objects SET state = 'deleted', deleted_at = ?, check_at = {now},
   last_error = NULL WHERE version_hash = ? AND state = 'deleting'`), s.TimeArg(now), s.DBNow(), h)
 			if n, aerr := engine.Affected(res); err == nil && aerr == nil && n > 0 {
-				return s.enqueue(ctx, tx, ledger.Event{Type: ledger.EventObjectDeleted, Timestamp: now, Data: ledger.EventData{
+				return s.Enqueue(ctx, tx, ledger.Event{Type: ledger.EventObjectDeleted, Timestamp: now, Data: ledger.EventData{
 					Object: ledger.EventObjectOf(d.Object),
 					Actor:  ledger.EventActorOf(d.DecidedBy)}})
 			}

@@ -26,10 +26,6 @@ import (
 // caller. What each may answer from it is its own (cachedRefusal,
 // SessionMint's mintRefused).
 
-// DefaultRefusalCache is DB.RefusalCache when none is set
-// (GATEWAY_REFUSAL_CACHE).
-const DefaultRefusalCache = time.Second
-
 // maxRefusals bounds the links the cache keeps.
 const maxRefusals = 1 << 14
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/audit"
 	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
@@ -177,8 +178,8 @@ func (s *DB) decide(ctx context.Context, tx *sql.Tx, row *objectRow, p pinState,
 			if err := s.enqueueRevoked(ctx, tx, id, a); err != nil {
 				return err
 			}
-			if err := s.audit(ctx, tx, a, stamp, ledger.ActionLinkRevoked, ledger.AuditTarget{Type: ledger.TargetLink, ID: id},
-				linkRevokedDetails{ObjectDeleted: true}); err != nil {
+			if err := audit.Write(ctx, tx, a, s.TimeArg(stamp), ledger.ActionLinkRevoked, ledger.AuditTarget{Type: ledger.TargetLink, ID: id},
+				audit.LinkRevoked{ObjectDeleted: true}); err != nil {
 				return err
 			}
 		}
@@ -618,7 +619,7 @@ func earliest(a, b time.Time) time.Time {
 // deleting is handed out again at once. Errors: ErrNotFound, ErrPinned,
 // ErrUnavailable.
 func (s *DB) DeletionBegin(ctx context.Context, bucket, key, versionID string, force bool) (*ledger.Deletion, error) {
-	a, err := actorOf(ctx)
+	a, err := audit.ActorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -681,9 +682,9 @@ WHERE version_hash = ?`+s.D.LockRows, versionHash(o)))
 			return err
 		}
 		out = &ledger.Deletion{Object: row.Object, Attempts: row.Attempts, DecidedBy: by(a)}
-		details := objectAudit(row.Object)
+		details := audit.ObjectOf(row.Object)
 		details.Force = &force
-		return s.audit(ctx, tx, a, stamp, ledger.ActionObjectDeleted, ledger.AuditTarget{Type: ledger.TargetObject, ID: row.Key},
+		return audit.Write(ctx, tx, a, s.TimeArg(stamp), ledger.ActionObjectDeleted, ledger.AuditTarget{Type: ledger.TargetObject, ID: row.Key},
 			details)
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/audit"
 	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
@@ -316,7 +317,7 @@ func (s *DB) SessionGet(ctx context.Context, id string) (*ledger.Session, error)
 // revocation writes its session.revoked audit entry, all in the same
 // transaction. Errors: ErrNotFound.
 func (s *DB) SessionRevoke(ctx context.Context, id string) error {
-	a, err := actorOf(ctx)
+	a, err := audit.ActorOf(ctx)
 	if err != nil {
 		return err
 	}
@@ -338,8 +339,8 @@ func (s *DB) SessionRevoke(ctx context.Context, id string) error {
 		case err != nil:
 			return err
 		case n == 1:
-			return s.audit(ctx, tx, a, at, ledger.ActionSessionRevoked,
-				ledger.AuditTarget{Type: ledger.TargetSession, ID: id}, noDetails{})
+			return audit.Write(ctx, tx, a, s.TimeArg(at), ledger.ActionSessionRevoked,
+				ledger.AuditTarget{Type: ledger.TargetSession, ID: id}, audit.None{})
 		}
 		var one int
 		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, id).Scan(&one); engine.IsNoRows(err) {

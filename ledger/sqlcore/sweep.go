@@ -88,7 +88,7 @@ WHERE id IN `+in+` AND ended_at IS NULL AND (expires_at <= {now} OR revoked_at I
 	n, _ := engine.Affected(res)
 	out.LeasesCleared = int(n)
 	err = s.InTxWith(ctx, s.D.SweepTx, func(ctx context.Context, tx *sql.Tx) error {
-		n, err := s.purgeConsoleSessions(ctx, tx, limit)
+		n, err := s.PurgeConsoleSessions(ctx, tx, limit)
 		out.ConsoleSessionsPurged = n
 		return err
 	})

@@ -1,4 +1,4 @@
-package sqlcore
+package access
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // ends it everywhere at once. Every judgement of time is the database's
 // clock's.
 
-var _ ledger.ConsoleSessions = (*DB)(nil)
+var _ ledger.ConsoleSessions = (*Keys)(nil)
 
 // consoleSelect reads a session with its key (NULLs for the bootstrap
 // token, which has no row), then the database's now. It is followed by
@@ -35,7 +35,7 @@ FROM console_sessions c LEFT JOIN api_keys k ON k.id = c.key_id`
 const consoleLive = ` c.expires_at > {now} AND c.last_seen_at > {now+}
   AND (c.key_id = ? OR (k.id IS NOT NULL AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > {now})))`
 
-func (s *DB) consoleLiveArgs() []any {
+func (s *Keys) consoleLiveArgs() []any {
 	return []any{s.DBNow(), s.DBNow(), -ledger.ConsoleIdle.Microseconds(), ledger.BootstrapKeyID, s.DBNow()}
 }
 
@@ -71,7 +71,7 @@ func scanConsole(r engine.RowScanner) (*ledger.ConsoleSession, engine.TimeCol, e
 // database's now, so a key revoked or expired by then opens nothing; the
 // bootstrap token's session needs no row. Errors: ErrInvalid, ErrNotFound,
 // ErrRefused, ErrConflict, ErrUnavailable.
-func (s *DB) ConsoleSessionCreate(ctx context.Context, keyID string, secretHash []byte) (*ledger.ConsoleSession, error) {
+func (s *Keys) ConsoleSessionCreate(ctx context.Context, keyID string, secretHash []byte) (*ledger.ConsoleSession, error) {
 	if len(secretHash) != 32 || keyID == "" || len(keyID) > 36 || !engine.ValidCursorID(keyID) {
 		return nil, fmt.Errorf("%w: a console session needs a key id and the SHA-256 of its secret", ledger.ErrInvalid)
 	}
@@ -119,7 +119,7 @@ WHERE id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > {now
 // or more behind that now, a conditional UPDATE moves it (concurrent
 // requests: the first moves it, the others match nothing), so a session
 // costs one write a minute at most. Errors: ErrNotFound, ErrUnavailable.
-func (s *DB) ConsoleSessionGet(ctx context.Context, secretHash []byte) (*ledger.ConsoleSession, error) {
+func (s *Keys) ConsoleSessionGet(ctx context.Context, secretHash []byte) (*ledger.ConsoleSession, error) {
 	if len(secretHash) != 32 {
 		return nil, ledger.ErrNotFound
 	}
@@ -147,18 +147,18 @@ WHERE id = ? AND last_seen_at <= {now+}`), s.TimeArg(now.T), c.ID, s.DBNow(), -l
 
 // ConsoleSessionDelete deletes the session (sign-out). Errors:
 // ErrUnavailable.
-func (s *DB) ConsoleSessionDelete(ctx context.Context, secretHash []byte) error {
+func (s *Keys) ConsoleSessionDelete(ctx context.Context, secretHash []byte) error {
 	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	_, err := s.Exec(ctx, `DELETE FROM console_sessions WHERE secret_hash = ?`, secretHash)
 	return err
 }
 
-// purgeConsoleSessions deletes, inside tx, at most limit console sessions
+// PurgeConsoleSessions deletes, inside tx, at most limit console sessions
 // dead at the database's now (past their end, or idle), and returns how
 // many its DELETE, which repeats the condition, removed: a session
 // another sweeper deleted first is not counted twice.
-func (s *DB) purgeConsoleSessions(ctx context.Context, tx *sql.Tx, limit int) (int, error) {
+func (s *Keys) PurgeConsoleSessions(ctx context.Context, tx *sql.Tx, limit int) (int, error) {
 	const dead = `expires_at <= {now} OR last_seen_at <= {now+}`
 	deadArgs := []any{s.DBNow(), s.DBNow(), -ledger.ConsoleIdle.Microseconds()}
 	found, err := engine.ReadIDs(ctx, tx, limit,

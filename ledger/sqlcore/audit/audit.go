@@ -1,4 +1,10 @@
-package sqlcore
+// Package audit is the SQL ledger's audit trail (SPEC §6, migration
+// 00011). Each change made with an actor in its context writes its entry
+// with Write, inside the change's own transaction, so the entry exists
+// exactly when the change does; the details each action records are the
+// types below; the listing is Trail.AuditList; the purge is part of
+// ledger/sqlcore's LinkPurge (retention.go).
+package audit
 
 import (
 	"context"
@@ -13,16 +19,16 @@ import (
 	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
-// The audit trail (SPEC §6, migration 00011). Each change made with an
-// actor in its context writes its entry with audit, inside the change's
-// own transaction, so the entry exists exactly when the change does; the
-// listing is AuditList, the purge part of LinkPurge (retention.go).
+// Trail is the audit trail's reading (ledger.Audit); ledger/sqlcore's DB
+// embeds it. Entries are written by Write, in the transaction of the
+// change they record.
+type Trail struct{ *engine.DB }
 
-var _ ledger.Audit = (*DB)(nil)
+var _ ledger.Audit = (*Trail)(nil)
 
-// actorOf returns the actor ctx carries, nil for none. Errors: ErrInvalid
+// ActorOf returns the actor ctx carries, nil for none. Errors: ErrInvalid
 // (an actor an entry cannot record), before anything is written.
-func actorOf(ctx context.Context) (*ledger.Actor, error) {
+func ActorOf(ctx context.Context) (*ledger.Actor, error) {
 	a, ok := ledger.ActorOf(ctx)
 	if !ok {
 		return nil, nil
@@ -33,10 +39,11 @@ func actorOf(ctx context.Context) (*ledger.Actor, error) {
 	return &a, nil
 }
 
-// audit writes, inside tx, the entry of the change action to target that
-// a made at at, with details (a struct that marshals to a JSON object).
+// Write writes, inside tx, the entry of the change action to target that
+// a made at at (the value bound to a timestamp column, engine.DB.TimeArg),
+// with details (a struct that marshals to a JSON object).
 // Nothing when a is nil: the gateway's own changes are not audited.
-func (s *DB) audit(ctx context.Context, tx *sql.Tx, a *ledger.Actor, at time.Time, action string, target ledger.AuditTarget, details any) error {
+func Write(ctx context.Context, tx *sql.Tx, a *ledger.Actor, at any, action string, target ledger.AuditTarget, details any) error {
 	if a == nil {
 		return nil
 	}
@@ -47,52 +54,53 @@ func (s *DB) audit(ctx context.Context, tx *sql.Tx, a *ledger.Actor, at time.Tim
 	_, err = tx.ExecContext(ctx, `INSERT INTO audit_entries
   (id, created_at, actor_key_id, actor_key_name, action, target_type, target_id, request_id, details)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		engine.NewID(), s.TimeArg(at), a.KeyID, a.KeyName, action, target.Type, target.ID, engine.OrNull(a.RequestID), string(body))
+		engine.NewID(), at, a.KeyID, a.KeyName, action, target.Type, target.ID, engine.OrNull(a.RequestID), string(body))
 	return err
 }
 
 // The details of each action: what changed, never a secret.
 type (
-	auditObject struct {
+	Version struct {
 		Bucket    string `json:"bucket"`
 		Key       string `json:"key"`
 		VersionID string `json:"version_id"`
 	}
-	linkCreatedDetails struct {
-		Downloads int         `json:"downloads"`
-		ExpiresAt time.Time   `json:"expires_at"`
-		Delivery  string      `json:"delivery"`
-		AccountID *string     `json:"account_id"`
-		Filename  string      `json:"filename"`
-		Object    auditObject `json:"object"`
+	LinkCreated struct {
+		Downloads int       `json:"downloads"`
+		ExpiresAt time.Time `json:"expires_at"`
+		Delivery  string    `json:"delivery"`
+		AccountID *string   `json:"account_id"`
+		Filename  string    `json:"filename"`
+		Object    Version   `json:"object"`
 	}
-	linkRevokedDetails struct {
+	LinkRevoked struct {
 		SessionsRevoked int64 `json:"sessions_revoked"`
 		// ObjectDeleted marks a revocation made by the deletion of the
 		// version the link pins.
 		ObjectDeleted bool `json:"object_deleted"`
 	}
-	allowanceDetails struct {
+	AllowanceAdded struct {
 		Add    int    `json:"add"`
 		Reason string `json:"reason"`
 	}
-	// objectDetails are the version as events name it, and Force.
-	objectDetails struct {
+	// Object are the version as events name it, and Force.
+	Object struct {
 		ledger.EventObject
 		// Force is set on object.deleted: the deletion revoked the links
 		// that pinned the version (each has its link.revoked entry).
 		Force *bool `json:"force,omitempty"`
 	}
-	keyDetails struct {
+	Key struct {
 		Name      string     `json:"name"`
 		Scopes    []string   `json:"scopes"`
 		ExpiresAt *time.Time `json:"expires_at"`
 	}
-	noDetails struct{}
+	None struct{}
 )
 
-func objectAudit(o ledger.Object) objectDetails {
-	return objectDetails{EventObject: *ledger.EventObjectOf(o)}
+// ObjectOf is the details of an object.* entry about o.
+func ObjectOf(o ledger.Object) Object {
+	return Object{EventObject: *ledger.EventObjectOf(o)}
 }
 
 const auditColumns = `id, created_at, actor_key_id, actor_key_name, action, target_type, target_id, request_id, details`
@@ -114,7 +122,7 @@ func scanAudit(r engine.RowScanner) (ledger.AuditEntry, error) {
 // 00011), so the page is one index range scan from the cursor stopped by
 // the LIMIT, plus a primary key lookup per entry, the way LinkList reads
 // links. Errors: ErrInvalid (bad cursor, limit or action), ErrUnavailable.
-func (s *DB) AuditList(ctx context.Context, q ledger.AuditQuery) (ledger.AuditPage, error) {
+func (s *Trail) AuditList(ctx context.Context, q ledger.AuditQuery) (ledger.AuditPage, error) {
 	limit := q.Limit
 	switch {
 	case limit == 0:
@@ -180,7 +188,7 @@ func (s *DB) AuditList(ctx context.Context, q ledger.AuditQuery) (ledger.AuditPa
 // after and before exclusive (either zero for no bound), and the cursor's
 // position. Stored times are whole microseconds, so "after t" is "after t
 // truncated" and "before t" is "before t rounded up".
-func (s *DB) timeWindow(after, before time.Time, cursor string) ([]string, []any, error) {
+func (s *Trail) timeWindow(after, before time.Time, cursor string) ([]string, []any, error) {
 	var (
 		conds []string
 		args  []any

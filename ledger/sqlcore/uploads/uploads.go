@@ -1,4 +1,10 @@
-package sqlcore
+// Package uploads keeps resumable uploads in the SQL ledger (SPEC §11,
+// docs/design.md "Resumable uploads"). Every decision is one conditional
+// UPDATE judged by the database's clock, as for session slots: the lock (holder, lease_until), the advance (only
+// its holder, only from the recorded offset), the finish, and the hand-out
+// of expired uploads to sweepers (a lease of the sweeper's own, taken by
+// the UPDATE, read back by its holder: see ledger/sqlcore's sweep.go).
+package uploads
 
 import (
 	"context"
@@ -11,14 +17,11 @@ import (
 	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
-// Resumable uploads (SPEC §11, docs/design.md "Resumable uploads"). Every
-// decision is one conditional UPDATE judged by the database's clock, as
-// for session slots: the lock (holder, lease_until), the advance (only
-// its holder, only from the recorded offset), the finish, and the hand-out
-// of expired uploads to sweepers (a lease of the sweeper's own, taken by
-// the UPDATE, read back by its holder: see sweep.go).
+// Table keeps the uploads in progress (ledger.Uploads); ledger/sqlcore's
+// DB embeds it.
+type Table struct{ *engine.DB }
 
-var _ ledger.Uploads = (*DB)(nil)
+var _ ledger.Uploads = (*Table)(nil)
 
 // maxUploadExpiry bounds the expiry a caller may ask for, so that
 // {now+} stays within what every backend stores.
@@ -55,11 +58,11 @@ func scanUpload(r engine.RowScanner) (*ledger.Upload, error) {
 }
 
 // free is the lease_until of a lock nobody holds.
-func (s *DB) free() any { return s.TimeArg(time.Unix(0, 0)) }
+func (s *Table) free() any { return s.TimeArg(time.Unix(0, 0)) }
 
 // UploadCreate records a new upload. Errors: ErrInvalid, ErrConflict,
 // ErrUnavailable.
-func (s *DB) UploadCreate(ctx context.Context, u ledger.Upload, expiry time.Duration) (*ledger.Upload, error) {
+func (s *Table) UploadCreate(ctx context.Context, u ledger.Upload, expiry time.Duration) (*ledger.Upload, error) {
 	switch {
 	case u.ID == "" || len(u.ID) > 36 || u.Key == "" || len(u.Key) > 1024 || len(u.Bucket) > 255 || len(u.ContentType) > 255:
 		return nil, fmt.Errorf("%w: an upload needs an id, a key of at most 1024 bytes, a bucket and a content type of at most 255", ledger.ErrInvalid)
@@ -103,7 +106,7 @@ func orEmpty(b []byte) []byte {
 }
 
 // UploadGet returns the upload. Errors: ErrNotFound, ErrUnavailable.
-func (s *DB) UploadGet(ctx context.Context, id string) (*ledger.Upload, error) {
+func (s *Table) UploadGet(ctx context.Context, id string) (*ledger.Upload, error) {
 	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	u, err := scanUpload(s.Pool.QueryRowContext(ctx, s.Q(`SELECT `+uploadColumns+`, {now} FROM uploads WHERE id = ?`), s.DBNow(), id))
@@ -115,7 +118,7 @@ func (s *DB) UploadGet(ctx context.Context, id string) (*ledger.Upload, error) {
 
 // UploadLock takes or renews the lock with one UPDATE. Errors:
 // ErrNotFound, ErrLocked, ErrUnavailable.
-func (s *DB) UploadLock(ctx context.Context, id, holder string, lease time.Duration) error {
+func (s *Table) UploadLock(ctx context.Context, id, holder string, lease time.Duration) error {
 	if holder == "" || len(holder) > 64 || lease <= 0 {
 		return fmt.Errorf("%w: a lock needs a holder of at most 64 bytes and a positive lease", ledger.ErrInvalid)
 	}
@@ -137,7 +140,7 @@ WHERE id = ? AND (holder = ? OR lease_until <= {now})`), holder, now, lease.Micr
 
 // uploadRefusal explains a conditional UPDATE of upload id that changed
 // nothing: ErrNotFound when there is no such upload, else why.
-func (s *DB) uploadRefusal(ctx context.Context, id string, why error) error {
+func (s *Table) uploadRefusal(ctx context.Context, id string, why error) error {
 	var one int
 	err := s.Pool.QueryRowContext(ctx, `SELECT 1 FROM uploads WHERE id = ?`, id).Scan(&one)
 	switch {
@@ -150,7 +153,7 @@ func (s *DB) uploadRefusal(ctx context.Context, id string, why error) error {
 }
 
 // UploadUnlock frees holder's lock. Errors: ErrUnavailable.
-func (s *DB) UploadUnlock(ctx context.Context, id, holder string) error {
+func (s *Table) UploadUnlock(ctx context.Context, id, holder string) error {
 	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	_, err := s.Exec(ctx, `UPDATE uploads SET holder = NULL, lease_until = ? WHERE id = ? AND holder = ?`, s.free(), id, holder)
@@ -159,7 +162,7 @@ func (s *DB) UploadUnlock(ctx context.Context, id, holder string) error {
 
 // UploadAdvance records one append. Errors: ErrInvalid, ErrNotFound,
 // ErrLocked, ErrConflict, ErrUnavailable.
-func (s *DB) UploadAdvance(ctx context.Context, p ledger.UploadAdvanceParams) error {
+func (s *Table) UploadAdvance(ctx context.Context, p ledger.UploadAdvanceParams) error {
 	switch {
 	case p.From < 0 || p.Offset < p.From:
 		return fmt.Errorf("%w: an advance goes forward from a non-negative offset (%d to %d)", ledger.ErrInvalid, p.From, p.Offset)
@@ -192,7 +195,7 @@ WHERE id = ? AND state = 'active' AND holder = ? AND upload_offset = ? AND ? <= 
 // explainUpload says why a conditional UPDATE of upload id for holder
 // changed nothing: ErrNotFound (no such upload), ErrConflict (finished),
 // ErrLocked (holder does not hold the lock), else what rest says.
-func (s *DB) explainUpload(ctx context.Context, id, holder string, rest func(*ledger.Upload) error) error {
+func (s *Table) explainUpload(ctx context.Context, id, holder string, rest func(*ledger.Upload) error) error {
 	u, err := scanUpload(s.Pool.QueryRowContext(ctx, s.Q(`SELECT `+uploadColumns+`, {now} FROM uploads WHERE id = ?`), s.DBNow(), id))
 	switch {
 	case err != nil:
@@ -207,7 +210,7 @@ func (s *DB) explainUpload(ctx context.Context, id, holder string, rest func(*le
 
 // UploadFinish records the version a complete upload became. Errors:
 // ErrInvalid, ErrNotFound, ErrLocked, ErrConflict, ErrUnavailable.
-func (s *DB) UploadFinish(ctx context.Context, id, holder string, o ledger.Object, expiry time.Duration) error {
+func (s *Table) UploadFinish(ctx context.Context, id, holder string, o ledger.Object, expiry time.Duration) error {
 	switch {
 	case o.VersionID == "" || len(o.VersionID) > 1024 || len(o.ETag) > 255:
 		return fmt.Errorf("%w: a finished upload needs the version it became", ledger.ErrInvalid)
@@ -240,7 +243,7 @@ WHERE id = ? AND state = 'active' AND holder = ? AND upload_offset = size AND si
 // caller: candidates by a plain read, taken by a conditional UPDATE that
 // writes this call's holder, read back by it. Errors: ErrInvalid,
 // ErrUnavailable.
-func (s *DB) UploadExpiredClaim(ctx context.Context, lease time.Duration, limit int) ([]ledger.Upload, error) {
+func (s *Table) UploadExpiredClaim(ctx context.Context, lease time.Duration, limit int) ([]ledger.Upload, error) {
 	if limit < 1 || lease <= 0 {
 		return nil, fmt.Errorf("%w: limit must be at least 1 and the lease positive", ledger.ErrInvalid)
 	}
@@ -286,14 +289,14 @@ WHERE id IN `+in+` AND state = 'active' AND expires_at <= {now} AND lease_until 
 
 // uploadCandidates reads at most limit ids of uploads matching where
 // (with one {now} argument per {now} in it), oldest expiry first.
-func (s *DB) uploadCandidates(ctx context.Context, tx *sql.Tx, where string, limit int) ([]string, error) {
+func (s *Table) uploadCandidates(ctx context.Context, tx *sql.Tx, where string, limit int) ([]string, error) {
 	now := s.DBNow()
 	return engine.ReadIDs(ctx, tx, limit, engine.Read(s.Q(`SELECT id FROM uploads WHERE `+where+` ORDER BY expires_at LIMIT ?`)+s.D.SkipLockedSQL(), now, now, limit))
 }
 
 // UploadDelete deletes the upload while holder holds its lock. Errors:
 // ErrNotFound, ErrLocked, ErrUnavailable.
-func (s *DB) UploadDelete(ctx context.Context, id, holder string) error {
+func (s *Table) UploadDelete(ctx context.Context, id, holder string) error {
 	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	res, err := s.Exec(ctx, `DELETE FROM uploads WHERE id = ? AND holder = ?`, id, holder)
@@ -310,7 +313,7 @@ func (s *DB) UploadDelete(ctx context.Context, id, holder string) error {
 
 // UploadPurge deletes finished uploads past their expiry. Errors:
 // ErrInvalid, ErrUnavailable.
-func (s *DB) UploadPurge(ctx context.Context, limit int) (int, error) {
+func (s *Table) UploadPurge(ctx context.Context, limit int) (int, error) {
 	if limit < 1 {
 		return 0, fmt.Errorf("%w: limit must be at least 1", ledger.ErrInvalid)
 	}

@@ -1,4 +1,7 @@
-package sqlcore
+// Package access is who may use the gateway's admin side, in the SQL
+// ledger: operators' API keys (SPEC §6) and the console's sessions (SPEC
+// §11), both kept by Keys, which ledger/sqlcore's DB embeds.
+package access
 
 import (
 	"context"
@@ -9,13 +12,19 @@ import (
 
 	"github.com/dlgate/dlgate/apikey"
 	"github.com/dlgate/dlgate/ledger"
+	"github.com/dlgate/dlgate/ledger/sqlcore/audit"
 	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
 // Operators' API keys (SPEC §6, migration 00011). The ledger holds a key's
 // SHA-256, never its text; the text exists only in the answer that made it.
 
-var _ ledger.Keys = (*DB)(nil)
+// Keys keeps API keys and console sessions (ledger.Keys,
+// ledger.ConsoleSessions). Their changes write their audit entries in
+// their own transactions (audit.Write).
+type Keys struct{ *engine.DB }
+
+var _ ledger.Keys = (*Keys)(nil)
 
 // touchEvery is how old last_used_at must be before KeyTouch writes it.
 const touchEvery = time.Minute
@@ -46,14 +55,14 @@ func scanKey(r engine.RowScanner) (*ledger.Key, error) {
 // revocation that committed first is seen on every engine) by the
 // database's clock. Errors: ErrInvalid, ErrConflict, ErrRefused,
 // ErrForbidden, ErrUnavailable.
-func (s *DB) KeyCreate(ctx context.Context, p ledger.KeyCreateParams) (*ledger.Key, error) {
+func (s *Keys) KeyCreate(ctx context.Context, p ledger.KeyCreateParams) (*ledger.Key, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	if !p.ExpiresAt.IsZero() && !engine.Storable(p.ExpiresAt) {
 		return nil, fmt.Errorf("%w: expiry outside %v..%v", ledger.ErrInvalid, engine.StorableMin, engine.StorableMax)
 	}
-	a, err := actorOf(ctx)
+	a, err := audit.ActorOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -77,8 +86,8 @@ VALUES (?, ?, ?, ?, ?, ?)`, k.ID, k.Name, p.SecretHash, k.Scopes.String(), s.Tim
 			}
 			return err
 		}
-		return s.audit(ctx, tx, a, k.CreatedAt, ledger.ActionKeyCreated, ledger.AuditTarget{Type: ledger.TargetKey, ID: k.ID},
-			keyDetails{Name: k.Name, Scopes: k.Scopes.Strings(), ExpiresAt: k.ExpiresAt})
+		return audit.Write(ctx, tx, a, s.TimeArg(k.CreatedAt), ledger.ActionKeyCreated, ledger.AuditTarget{Type: ledger.TargetKey, ID: k.ID},
+			audit.Key{Name: k.Name, Scopes: k.Scopes.Strings(), ExpiresAt: k.ExpiresAt})
 	})
 	if err != nil {
 		return nil, err
@@ -91,7 +100,7 @@ VALUES (?, ?, ?, ?, ?, ?)`, k.ID, k.Name, p.SecretHash, k.Scopes.String(), s.Tim
 // every scope of give (a *ledger.ScopeError naming the first it lacks).
 // The row is read under lock, so a revocation committing at the same
 // moment either came first and is seen, or waits for this transaction.
-func (s *DB) mayGive(ctx context.Context, tx *sql.Tx, id string, give apikey.Scopes) error {
+func (s *Keys) mayGive(ctx context.Context, tx *sql.Tx, id string, give apikey.Scopes) error {
 	var (
 		text             string
 		expires, revoked engine.TimeCol
@@ -129,7 +138,7 @@ func storedScopes(text string) apikey.Scopes {
 }
 
 // KeyGet returns the key id. Errors: ErrNotFound, ErrUnavailable.
-func (s *DB) KeyGet(ctx context.Context, id string) (*ledger.Key, error) {
+func (s *Keys) KeyGet(ctx context.Context, id string) (*ledger.Key, error) {
 	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	k, err := scanKey(s.Pool.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, id))
@@ -141,7 +150,7 @@ func (s *DB) KeyGet(ctx context.Context, id string) (*ledger.Key, error) {
 // unique index on secret_hash finds it: a SHA-256 of a secret nobody
 // knows, so how long the lookup takes tells nothing of a key. Errors:
 // ErrNotFound, ErrRefused, ErrUnavailable.
-func (s *DB) KeyGetByHash(ctx context.Context, hash []byte) (*ledger.Key, error) {
+func (s *Keys) KeyGetByHash(ctx context.Context, hash []byte) (*ledger.Key, error) {
 	if len(hash) != 32 {
 		return nil, ledger.ErrNotFound
 	}
@@ -162,7 +171,7 @@ func (s *DB) KeyGetByHash(ctx context.Context, hash []byte) (*ledger.Key, error)
 
 // KeyList lists keys newest first, a page at a time. Errors: ErrInvalid,
 // ErrUnavailable.
-func (s *DB) KeyList(ctx context.Context, cursor string, limit int) (ledger.KeyPage, error) {
+func (s *Keys) KeyList(ctx context.Context, cursor string, limit int) (ledger.KeyPage, error) {
 	switch {
 	case limit == 0:
 		limit = ledger.DefaultListLimit
@@ -204,8 +213,8 @@ func (s *DB) KeyList(ctx context.Context, cursor string, limit int) (ledger.KeyP
 // KeyRevoke revokes the key, deletes its console sessions and, with an
 // actor, writes the key.revoked audit entry, in one transaction; only the
 // first revocation changes anything. Errors: ErrNotFound, ErrUnavailable.
-func (s *DB) KeyRevoke(ctx context.Context, id string) error {
-	a, err := actorOf(ctx)
+func (s *Keys) KeyRevoke(ctx context.Context, id string) error {
+	a, err := audit.ActorOf(ctx)
 	if err != nil {
 		return err
 	}
@@ -238,8 +247,8 @@ func (s *DB) KeyRevoke(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		return s.audit(ctx, tx, a, now, ledger.ActionKeyRevoked, ledger.AuditTarget{Type: ledger.TargetKey, ID: id},
-			keyDetails{Name: k.Name, Scopes: k.Scopes.Strings(), ExpiresAt: k.ExpiresAt})
+		return audit.Write(ctx, tx, a, s.TimeArg(now), ledger.ActionKeyRevoked, ledger.AuditTarget{Type: ledger.TargetKey, ID: id},
+			audit.Key{Name: k.Name, Scopes: k.Scopes.Strings(), ExpiresAt: k.ExpiresAt})
 	})
 }
 
@@ -247,7 +256,7 @@ func (s *DB) KeyRevoke(ctx context.Context, id string) error {
 // touchEvery or more behind, in one conditional UPDATE whose WHERE decides
 // (two processes touching at once: the second finds the first's time and
 // matches nothing), and reports whether it wrote. Errors: ErrUnavailable.
-func (s *DB) KeyTouch(ctx context.Context, id string) (bool, error) {
+func (s *Keys) KeyTouch(ctx context.Context, id string) (bool, error) {
 	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	res, err := s.Exec(ctx, s.Q(`UPDATE api_keys SET last_used_at = {now}
@@ -262,7 +271,7 @@ WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= {now+})`), s.DBNow(), 
 // keyRefusal explains why the key id cannot be used at the database's
 // now: ErrNotFound when there is no such key, else its refusal ("" when
 // it can be used).
-func (s *DB) keyRefusal(ctx context.Context, id string) (ledger.Reason, error) {
+func (s *Keys) keyRefusal(ctx context.Context, id string) (ledger.Reason, error) {
 	var expires, revoked, now engine.TimeCol
 	err := s.Pool.QueryRowContext(ctx, s.Q(`SELECT expires_at, revoked_at, {now} FROM api_keys WHERE id = ?`), s.DBNow(), id).
 		Scan(&expires, &revoked, &now)

@@ -1,4 +1,8 @@
-package sqlcore
+// Package outbox is the SQL ledger's webhook outbox (SPEC §6, migration
+// 00005). The writing side is Queue.Enqueue, called inside the
+// transaction of each change; the delivery side is ledger.Outbox, used by
+// package webhook.
+package outbox
 
 import (
 	"context"
@@ -14,28 +18,35 @@ import (
 	"github.com/dlgate/dlgate/ledger/sqlcore/engine"
 )
 
-// The webhook outbox (SPEC §6, migrations 00005). The writing side is
-// enqueue, called inside the transaction of each change; the delivery
-// side is ledger.Outbox, used by package webhook.
+// Queue is the webhook outbox: events written by Enqueue inside the
+// transactions of the changes they announce, handed to deliverers by
+// ledger.Outbox. ledger/sqlcore's DB embeds it.
+type Queue struct {
+	*engine.DB
+	// Webhooks makes each change write its webhook event to the outbox in
+	// its own transaction (GATEWAY_WEBHOOK_URL is set); without it
+	// Enqueue writes nothing.
+	Webhooks bool
+}
 
-var _ ledger.Outbox = (*DB)(nil)
+var _ ledger.Outbox = (*Queue)(nil)
 
-// enqueue writes e to the outbox inside tx, the transaction of the change
+// Enqueue writes e to the outbox inside tx, the transaction of the change
 // e announces, so the event exists exactly when the change does. It does
 // nothing unless s.Webhooks is set. e.Timestamp defaults to the process
 // clock's now; e.Data.LinkID, when set, orders e behind the link's earlier
 // events.
-func (s *DB) enqueue(ctx context.Context, tx *sql.Tx, e ledger.Event) error {
-	return s.enqueueAll(ctx, tx, e)
+func (s *Queue) Enqueue(ctx context.Context, tx *sql.Tx, e ledger.Event) error {
+	return s.EnqueueAll(ctx, tx, e)
 }
 
-// enqueueAll writes evs, events about one link (or about none), in this
+// EnqueueAll writes evs, events about one link (or about none), in this
 // order, in one INSERT. A link's events are numbered by the link's own
 // sequence (Dialect.LinkSeq), reserved by an UPDATE of the link's row in
 // this transaction: the row lock makes the numbers follow commit order on
 // every engine, which the outbox's AUTO_INCREMENT seq does not on TiDB
 // (each server allocates from a range of its own).
-func (s *DB) enqueueAll(ctx context.Context, tx *sql.Tx, evs ...ledger.Event) error {
+func (s *Queue) EnqueueAll(ctx context.Context, tx *sql.Tx, evs ...ledger.Event) error {
 	if !s.Webhooks || len(evs) == 0 {
 		return nil
 	}
@@ -79,9 +90,9 @@ func (s *DB) enqueueAll(ctx context.Context, tx *sql.Tx, evs ...ledger.Event) er
 	return err
 }
 
-// linkEvent is the event typ about l, at, caused by a (nil when the
+// LinkEvent is the event typ about l, at, caused by a (nil when the
 // gateway made the change itself).
-func linkEvent(typ string, l *ledger.Link, at time.Time, a *ledger.Actor) ledger.Event {
+func LinkEvent(typ string, l *ledger.Link, at time.Time, a *ledger.Actor) ledger.Event {
 	expires := l.ExpiresAt
 	return ledger.Event{Type: typ, Timestamp: at, Data: ledger.EventData{
 		Actor:  ledger.EventActorOf(a),
@@ -91,9 +102,9 @@ func linkEvent(typ string, l *ledger.Link, at time.Time, a *ledger.Actor) ledger
 	}}
 }
 
-// enqueueRefund announces the refund of grantID inside its transaction,
+// EnqueueRefund announces the refund of grantID inside its transaction,
 // after the link's allowance was given back.
-func (s *DB) enqueueRefund(ctx context.Context, tx *sql.Tx, grantID string) error {
+func (s *Queue) EnqueueRefund(ctx context.Context, tx *sql.Tx, grantID string) error {
 	if !s.Webhooks {
 		return nil
 	}
@@ -112,14 +123,14 @@ FROM grants g JOIN links l ON l.id = g.link_id WHERE g.id = ?`, grantID).Scan(
 	}
 	d.GrantID, d.AccountID, d.SessionID, d.SHA256 = grantID, string(account), string(session), string(sum)
 	d.Downloads, d.Remaining, d.ExpiresAt = engine.Ptr(allowance), engine.Ptr(remaining), &expires.T
-	return s.enqueue(ctx, tx, ledger.Event{Type: ledger.EventGrantRefunded, Timestamp: at.T, Data: d})
+	return s.Enqueue(ctx, tx, ledger.Event{Type: ledger.EventGrantRefunded, Timestamp: at.T, Data: d})
 }
 
-// deliveryEvent is grant.delivered or grant.interrupted (typ) about g, a
+// DeliveryEvent is grant.delivered or grant.interrupted (typ) about g, a
 // grant of an object version of size bytes as it reads after the change,
 // at: the grant's Delivery as the grants listing shows it, and why it was
 // interrupted.
-func deliveryEvent(typ string, g *ledger.Grant, size int64, reason string, at time.Time) ledger.Event {
+func DeliveryEvent(typ string, g *ledger.Grant, size int64, reason string, at time.Time) ledger.Event {
 	d := g.Delivery
 	return ledger.Event{Type: typ, Timestamp: at, Data: ledger.EventData{
 		LinkID: g.LinkID, GrantID: g.ID, SessionID: g.SessionID, AccountID: g.AccountID, Client: g.Client,
@@ -192,7 +203,7 @@ ORDER BY next_attempt_at, seq LIMIT ?`
 // same candidates meet in their UPDATEs, which InnoDB may lock in the
 // order of different indexes. Any other failure is not retried, a failed
 // COMMIT included; the deliverer comes back on its next round.
-func (s *DB) outboxTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+func (s *Queue) outboxTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	err := s.Retry(ctx, func() error { return s.TryTx(ctx, s.D.SweepTx, fn) })
@@ -209,7 +220,7 @@ func (s *DB) outboxTx(ctx context.Context, fn func(ctx context.Context, tx *sql.
 // events that carry it. An event another deliverer leased first is due
 // no more and is left out, whether or not the engine honours SKIP LOCKED
 // (see sweep.go). Errors: ErrUnavailable.
-func (s *DB) EventClaim(ctx context.Context, holder string, limit int, lease time.Duration) ([]ledger.OutboxEvent, error) {
+func (s *Queue) EventClaim(ctx context.Context, holder string, limit int, lease time.Duration) ([]ledger.OutboxEvent, error) {
 	if limit < 1 || holder == "" || lease <= 0 {
 		return nil, fmt.Errorf("%w: a holder, a limit ≥ 1 and a lease are required", ledger.ErrInvalid)
 	}
@@ -274,7 +285,7 @@ WHERE seq IN `+in+` AND status = 'pending' AND next_attempt_at <= {now}`), appen
 // dueEvents reads at most limit candidates for EventClaim, in delivery
 // order (see dueWindowSQL). It looks for four times as many as it takes,
 // so that the rows another deliverer holds locked can be passed over.
-func (s *DB) dueEvents(ctx context.Context, tx *sql.Tx, limit int) ([]ledger.OutboxEvent, error) {
+func (s *Queue) dueEvents(ctx context.Context, tx *sql.Tx, limit int) ([]ledger.OutboxEvent, error) {
 	want := 4 * limit
 	window := max(dueWindow, want)
 	var (
@@ -359,7 +370,7 @@ func readRows(ctx context.Context, tx *sql.Tx, query string, args []any, scan fu
 
 // EventMarkDelivered marks the event delivered. Errors: ErrNotFound when
 // holder lost its lease to another deliverer.
-func (s *DB) EventMarkDelivered(ctx context.Context, seq int64, holder string) error {
+func (s *Queue) EventMarkDelivered(ctx context.Context, seq int64, holder string) error {
 	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	res, err := s.Exec(ctx, `UPDATE webhook_outbox
@@ -370,7 +381,7 @@ WHERE seq = ? AND claimed_by = ? AND status = 'pending'`, s.TimeArg(s.Stamp()), 
 
 // EventMarkFailed records a failed attempt; the event is due again after
 // retryIn. Errors: ErrNotFound when holder lost its lease.
-func (s *DB) EventMarkFailed(ctx context.Context, seq int64, holder, reason string, retryIn time.Duration) error {
+func (s *Queue) EventMarkFailed(ctx context.Context, seq int64, holder, reason string, retryIn time.Duration) error {
 	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	if len(reason) > 1024 {
@@ -400,7 +411,7 @@ func lostLease(res sql.Result, err error) error {
 // EventExpire marks dead up to limit pending events created maxAge or
 // longer ago (by the database's clock) that are not being delivered: never
 // claimed, waiting for a retry, or with a lapsed lease.
-func (s *DB) EventExpire(ctx context.Context, maxAge time.Duration, limit int) (int, error) {
+func (s *Queue) EventExpire(ctx context.Context, maxAge time.Duration, limit int) (int, error) {
 	return s.finishBatch(ctx,
 		`status = 'pending' AND created_at <= {now+} AND (claimed_by IS NULL OR next_attempt_at <= {now})`,
 		[]any{s.DBNow(), -maxAge.Microseconds(), s.DBNow()}, max(limit, 1),
@@ -409,7 +420,7 @@ func (s *DB) EventExpire(ctx context.Context, maxAge time.Duration, limit int) (
 
 // EventPurge deletes up to limit delivered or dead events created keep
 // or longer ago.
-func (s *DB) EventPurge(ctx context.Context, keep time.Duration, limit int) (int, error) {
+func (s *Queue) EventPurge(ctx context.Context, keep time.Duration, limit int) (int, error) {
 	return s.finishBatch(ctx, `status IN ('delivered', 'dead') AND created_at <= {now+}`,
 		[]any{s.DBNow(), -keep.Microseconds()}, max(limit, 1), `DELETE FROM webhook_outbox`)
 }
@@ -421,7 +432,7 @@ func (s *DB) EventPurge(ctx context.Context, keep time.Duration, limit int) (int
 // finished meanwhile is neither changed nor counted, whether or not the
 // engine honours SKIP LOCKED. change's placeholders come first, then the
 // seqs', then where's.
-func (s *DB) finishBatch(ctx context.Context, where string, whereArgs []any, limit int, change string, changeArgs ...any) (int, error) {
+func (s *Queue) finishBatch(ctx context.Context, where string, whereArgs []any, limit int, change string, changeArgs ...any) (int, error) {
 	var n int
 	err := s.outboxTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		n = 0
@@ -463,7 +474,7 @@ func (s *DB) finishBatch(ctx context.Context, where string, whereArgs []any, lim
 
 // OutboxAge returns how long the oldest pending event has waited, by the
 // database's clock; 0 when none is pending.
-func (s *DB) OutboxAge(ctx context.Context) (time.Duration, error) {
+func (s *Queue) OutboxAge(ctx context.Context) (time.Duration, error) {
 	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	var oldest, now engine.TimeCol
