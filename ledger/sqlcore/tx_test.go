@@ -34,6 +34,17 @@ type scriptedDB struct {
 	// closed (drivers cannot cancel a COMMIT).
 	hangExec   bool
 	hangCommit chan struct{}
+	// deadlines are the deadlines of the contexts the transactions and
+	// statements ran with, in order (the zero time: none).
+	deadlines []time.Time
+}
+
+// saw notes the deadline of a context a call ran with.
+func (d *scriptedDB) saw(ctx context.Context) {
+	dl, _ := ctx.Deadline()
+	d.mu.Lock()
+	d.deadlines = append(d.deadlines, dl)
+	d.mu.Unlock()
 }
 
 var errDeadlock = errors.New("scripted deadlock")
@@ -51,7 +62,8 @@ func (c *scriptedConn) Begin() (driver.Tx, error) {
 	return c.BeginTx(context.Background(), driver.TxOptions{})
 }
 
-func (c *scriptedConn) BeginTx(context.Context, driver.TxOptions) (driver.Tx, error) {
+func (c *scriptedConn) BeginTx(ctx context.Context, _ driver.TxOptions) (driver.Tx, error) {
+	c.d.saw(ctx)
 	c.d.mu.Lock()
 	defer c.d.mu.Unlock()
 	c.d.begins++
@@ -59,6 +71,7 @@ func (c *scriptedConn) BeginTx(context.Context, driver.TxOptions) (driver.Tx, er
 }
 
 func (c *scriptedConn) ExecContext(ctx context.Context, q string, _ []driver.NamedValue) (driver.Result, error) {
+	c.d.saw(ctx)
 	if c.d.hangExec {
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -75,6 +88,7 @@ func (c *scriptedConn) ExecContext(ctx context.Context, q string, _ []driver.Nam
 }
 
 func (c *scriptedConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
+	c.d.saw(ctx)
 	if c.d.hangExec {
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -271,5 +285,40 @@ func TestHungCommitIsAmbiguousWithinTheTimeout(t *testing.T) {
 	}
 	if d.begins != 1 {
 		t.Fatalf("begins=%d, want one attempt: a COMMIT is never retried", d.begins)
+	}
+}
+
+// A caller's deadline bounds every statement of the transactions its call
+// makes, though they are detached from its cancellation: a claim, the
+// read-back of its failed COMMIT, a refund. The gateway's refund before a
+// 503 sets a short one after the claim spent the request's wait; each
+// had a whole Timeout of its own after it, and a frozen database held
+// such a 503 for two timeouts (the chaos test saw 4 s against 2 s).
+func TestACallersDeadlineBoundsItsDetachedTransactions(t *testing.T) {
+	for name, call := range map[string]func(context.Context, *DB) error{
+		"LinkClaim whose COMMIT fails, and its read-back": func(ctx context.Context, db *DB) error {
+			_, err := claimOf(ctx, db)
+			return err
+		},
+		"GrantRefund": func(ctx context.Context, db *DB) error { return db.GrantRefund(ctx, "g") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := &scriptedDB{commitErrs: []error{errors.New("scripted: connection lost during COMMIT")}, landed: true}
+			db := mustScripted(t, d)
+			db.Timeout = time.Hour
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			want, _ := ctx.Deadline()
+			_ = call(ctx, db) // the outcome is another test's; the deadlines are this one's
+			if len(d.deadlines) == 0 {
+				t.Fatal("no statement ran")
+			}
+			for i, dl := range d.deadlines {
+				if dl.IsZero() || dl.After(want) {
+					t.Errorf("call %d of %d ran with deadline %v, want one by the caller's %v (Timeout is an hour)",
+						i+1, len(d.deadlines), dl.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
+				}
+			}
+		})
 	}
 }

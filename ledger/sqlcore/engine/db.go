@@ -70,11 +70,26 @@ func (s *DB) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	return s.window(ctx, ctx)
 }
 
-// Detached is bound for a transaction: Detached from the caller's
+// Detached is Bound for a transaction: detached from the caller's
 // cancellation (a client that hangs up mid-claim must not turn a COMMIT
-// into an unknown outcome), but not from its wait.
+// into an unknown outcome), but neither from its wait nor from a deadline
+// the caller set: a refund that must end before its request is answered,
+// the read-back of a failed COMMIT within its claim's deadline, a
+// transaction made inside another call within that call's. Without it,
+// each of those had a Timeout of its own after the caller's deadline had
+// passed, and a frozen database held a 503 for two timeouts.
 func (s *DB) Detached(ctx context.Context) (context.Context, context.CancelFunc) {
-	return s.window(ctx, context.WithoutCancel(ctx))
+	parent := context.WithoutCancel(ctx)
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return s.window(ctx, parent)
+	}
+	parent, stop := context.WithDeadline(parent, dl)
+	bounded, cancel := s.window(ctx, parent)
+	return bounded, func() {
+		cancel()
+		stop()
+	}
 }
 
 // inCall marks a context already bound by window: a call made inside
