@@ -82,7 +82,11 @@ type Config struct {
 // Sessions is what this process keeps of the transfer sessions it serves.
 type Sessions struct {
 	Config
-	mu sync.Mutex
+	// releaseWait is how long a request's end waits for its release
+	// (releaseSoon); releasing counts the releases still running.
+	releaseWait time.Duration
+	releasing   sync.WaitGroup
+	mu          sync.Mutex
 	// byID holds every warm session; byHash finds one from a URL's token.
 	byID   map[string]*entry
 	byHash map[string]*entry
@@ -117,7 +121,7 @@ func New(c Config) *Sessions {
 		c.Drew = func() {}
 	}
 	c.SlotWait = max(c.SlotWait, 2*c.SlotIdle)
-	return &Sessions{Config: c, byID: map[string]*entry{}, byHash: map[string]*entry{}}
+	return &Sessions{Config: c, releaseWait: releaseWait, byID: map[string]*entry{}, byHash: map[string]*entry{}}
 }
 
 // Session returns the session row for a token hash: the warm copy while
@@ -458,7 +462,38 @@ func (w *Sessions) end(sessionID string, l *slotLease, unsent int64, complete bo
 		}
 	}
 	w.mu.Unlock()
-	w.release(slots, d)
+	w.releaseSoon(slots, d)
+}
+
+// releaseWait bounds how long a request that ended waits for its release
+// (releaseSoon) before its handler returns.
+const releaseWait = 500 * time.Millisecond
+
+// releaseSoon releases slots and sends d (release) for a request that
+// ended, waiting for it at most releaseWait. On a database that answers,
+// the release lands before the handler returns, so the client's next
+// request finds the slot free and the budget back. On one that stalls,
+// the handler returns and the release goes on in the background (Flush
+// waits for it): net/http reads a kept-alive connection's next request
+// only once the handler returned, so a release waiting out the ledger's
+// timeout held that request for as long, on top of its own wait (a frozen
+// database held a stream GET for two timeouts behind a session range on
+// its connection).
+func (w *Sessions) releaseSoon(slots []*slotLease, d ledger.SessionDelivery) {
+	if !slices.ContainsFunc(slots, func(l *slotLease) bool { return l != nil }) && d.Return <= 0 && d.Acked.IsEmpty() {
+		return // nothing to release or send
+	}
+	done := make(chan struct{})
+	w.releasing.Go(func() {
+		defer close(done)
+		w.release(slots, d)
+	})
+	t := time.NewTimer(w.releaseWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // gather adds what a response's client acknowledged to what e's requests
@@ -554,9 +589,13 @@ func (w *Sessions) forget(match func(*entry) bool) {
 }
 
 // Flush releases every slot, returns every byte this process keeps for
-// idle sessions and reports what their clients acknowledged; serve calls
-// it once the listeners drained.
-func (w *Sessions) Flush() { w.forget(func(*entry) bool { return true }) }
+// idle sessions and reports what their clients acknowledged, and waits
+// for the releases of ended requests still running; serve calls it once
+// the listeners drained.
+func (w *Sessions) Flush() {
+	w.forget(func(*entry) bool { return true })
+	w.releasing.Wait()
+}
 
 // ForgetLink lets go of the sessions of a link revoked through this
 // process: the revocation takes effect here at once.

@@ -73,11 +73,16 @@ func (b *budgetBook) ledger(gate <-chan struct{}) *fakeWarmLedger {
 }
 
 func newTestWarm(l *fakeWarmLedger, keep int64) *Sessions {
-	return New(Config{Rows: l, Budget: l, Slots: l, Reports: l,
+	w := New(Config{Rows: l, Budget: l, Slots: l, Reports: l,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), RowTTL: time.Second, Idle: time.Hour, Lease: time.Minute, Keep: keep,
 		// A finished request's slot stays idle until the test lets go:
 		// its release never races the test's count.
 		SlotIdle: time.Hour, SlotWait: 2 * time.Hour, Chunk: sessions.DefaultChunk, ReportEvery: time.Second})
+	// An ended request's release lands before end returns, as it does
+	// in production whenever the database answers within releaseWait:
+	// the tests count it right after.
+	w.releaseWait = time.Hour
+	return w
 }
 
 var warmRow = &ledger.Session{ID: "s1", LinkID: "l1", TokenHash: []byte("h1"), ByteBudget: 1 << 40, MaxConcurrency: 64}
@@ -264,5 +269,50 @@ func TestRangesThatWaitedAreReportedOnceReportEveryPassed(t *testing.T) {
 	w.Flush()
 	if got := seen.withRanges(); len(got) != 2 {
 		t.Errorf("%d reports with ranges after the flush, want still 2: nothing was left to report", len(got))
+	}
+}
+
+// A request's end does not wait out a stalled database for its release:
+// the handler returns (so the next request on its kept-alive connection
+// is read), and the release lands once the database answers, before Flush
+// returns.
+func TestARequestsEndDoesNotWaitOutAStalledRelease(t *testing.T) {
+	var book budgetBook
+	stalled := make(chan struct{})
+	l := book.ledger(nil)
+	ret := l.ret
+	l.ret = func(id string, n int64) error { <-stalled; return ret(id, n) }
+	w := newTestWarm(l, 8<<20)
+	w.releaseWait = 10 * time.Millisecond
+	ctx := context.Background()
+	lease, _, err := w.begin(ctx, warmRow, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	have, err := w.fill(ctx, warmRow.ID, 1<<20, 4<<20) // drawn, none of it sent
+	if err != nil || have == 0 {
+		t.Fatalf("fill = %d, %v", have, err)
+	}
+	ended := make(chan struct{})
+	go func() {
+		w.end(warmRow.ID, lease, have, false, carried{}) // cut: everything goes back, the slot too
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-time.After(30 * time.Second):
+		close(stalled)
+		t.Fatal("end waited for a release the database never answered")
+	}
+	if book.returned.Load() != 0 || book.released.Load() != 0 {
+		t.Fatalf("returned %d and released %d slots while the database stalled", book.returned.Load(), book.released.Load())
+	}
+	close(stalled)
+	w.Flush()
+	if got, want := book.returned.Load(), book.drawn.Load(); got != want {
+		t.Errorf("after the database answered and Flush, %d returned, want %d (all drawn, none sent)", got, want)
+	}
+	if book.released.Load() != book.slots.Load() {
+		t.Errorf("after the database answered and Flush, %d of %d slots released", book.released.Load(), book.slots.Load())
 	}
 }
