@@ -127,13 +127,8 @@ func (s *Table) UploadLock(ctx context.Context, id, holder string, lease time.Du
 	now := s.DBNow()
 	res, err := s.Exec(ctx, s.Q(`UPDATE uploads SET holder = ?, lease_until = {now+}
 WHERE id = ? AND (holder = ? OR lease_until <= {now})`), holder, now, lease.Microseconds(), id, holder, now)
-	if err != nil {
+	if changed, err := s.changed(res, err); err != nil || changed {
 		return err
-	}
-	if n, err := engine.Affected(res); err != nil {
-		return s.Classify(err)
-	} else if n > 0 {
-		return nil
 	}
 	return s.uploadRefusal(ctx, id, ledger.ErrLocked)
 }
@@ -176,13 +171,8 @@ func (s *Table) UploadAdvance(ctx context.Context, p ledger.UploadAdvanceParams)
 	res, err := s.Exec(ctx, s.Q(`UPDATE uploads SET upload_offset = ?, sha256_state = ?, store_state = ?, expires_at = {now+}
 WHERE id = ? AND state = 'active' AND holder = ? AND upload_offset = ? AND ? <= size`),
 		p.Offset, p.SHA256State, orEmpty(p.StoreState), s.DBNow(), p.Expiry.Microseconds(), p.ID, p.Holder, p.From, p.Offset)
-	if err != nil {
+	if changed, err := s.changed(res, err); err != nil || changed {
 		return err
-	}
-	if n, err := engine.Affected(res); err != nil {
-		return s.Classify(err)
-	} else if n > 0 {
-		return nil
 	}
 	return s.explainUpload(ctx, p.ID, p.Holder, func(u *ledger.Upload) error {
 		if p.Offset > u.Size {
@@ -190,6 +180,21 @@ WHERE id = ? AND state = 'active' AND holder = ? AND upload_offset = ? AND ? <= 
 		}
 		return fmt.Errorf("%w: the upload is at %d, not %d", ledger.ErrConflict, u.Offset, p.From)
 	})
+}
+
+// changed reports whether a conditional write of an upload changed its
+// row, given the write's result and error: Exec's error as it came, a
+// failure to count the rows classified. A write that changed nothing is
+// explained by its caller (uploadRefusal, explainUpload).
+func (s *Table) changed(res sql.Result, err error) (bool, error) {
+	if err != nil {
+		return false, err
+	}
+	n, err := engine.Affected(res)
+	if err != nil {
+		return false, s.Classify(err)
+	}
+	return n > 0, nil
 }
 
 // explainUpload says why a conditional UPDATE of upload id for holder
@@ -226,13 +231,8 @@ func (s *Table) UploadFinish(ctx context.Context, id, holder string, o ledger.Ob
 WHERE id = ? AND state = 'active' AND holder = ? AND upload_offset = size AND size = ?`),
 		s.TimeArg(s.Stamp()), o.VersionID, o.ETag, engine.OrNull(o.SHA256), []byte{}, []byte{}, s.DBNow(), expiry.Microseconds(),
 		id, holder, o.Size)
-	if err != nil {
+	if changed, err := s.changed(res, err); err != nil || changed {
 		return err
-	}
-	if n, err := engine.Affected(res); err != nil {
-		return s.Classify(err)
-	} else if n > 0 {
-		return nil
 	}
 	return s.explainUpload(ctx, id, holder, func(u *ledger.Upload) error {
 		return fmt.Errorf("%w: %d of %d bytes uploaded, the version has %d", ledger.ErrConflict, u.Offset, u.Size, o.Size)
@@ -300,13 +300,8 @@ func (s *Table) UploadDelete(ctx context.Context, id, holder string) error {
 	ctx, cancel := s.Bound(ctx)
 	defer cancel()
 	res, err := s.Exec(ctx, `DELETE FROM uploads WHERE id = ? AND holder = ?`, id, holder)
-	if err != nil {
+	if changed, err := s.changed(res, err); err != nil || changed {
 		return err
-	}
-	if n, err := engine.Affected(res); err != nil {
-		return s.Classify(err)
-	} else if n > 0 {
-		return nil
 	}
 	return s.uploadRefusal(ctx, id, ledger.ErrLocked)
 }
